@@ -1,0 +1,73 @@
+"""attnlib: models, metrics and experiments for the book *Is attention explanation?*
+
+The package is layered; lower layers never import higher ones::
+
+    metrics, _checks, cache, profiles      (foundations)
+    data -> models -> train -> experiments -> viz / widgets / exercises
+
+Submodules are imported on first use, so ``import attnlib`` stays cheap and
+``attnlib.metrics.jsd`` works without an explicit ``import attnlib.metrics``.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import random
+
+__version__ = "0.1.0"
+
+_SUBMODULES = {
+    "cache",
+    "data",
+    "exercises",
+    "metrics",
+    "models",
+    "profiles",
+    "train",
+    "viz",
+    "widgets",
+}
+
+__all__ = ["__version__", "seed_everything", "get_device", "get_profile", *sorted(_SUBMODULES)]
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python, NumPy and torch, and ask torch for deterministic kernels.
+
+    CPU runs with the same seed, thread count and library versions give the
+    same numbers twice; GPU runs are close but not bit-identical.
+    """
+    import numpy as np
+    import torch
+
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    torch.use_deterministic_algorithms(True, warn_only=True)
+
+
+def get_device(device: "str | None" = None):
+    """The torch device to use: ``device`` if given, else CUDA when present, else CPU."""
+    import torch
+
+    if device is not None:
+        return torch.device(device)
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def get_profile(name: "str | None" = None):
+    """Shortcut for :func:`attnlib.profiles.get_profile`."""
+    from .profiles import get_profile as _get_profile
+
+    return _get_profile(name)
+
+
+def __getattr__(name: str):
+    if name in _SUBMODULES:
+        module = importlib.import_module(f".{name}", __name__)
+        globals()[name] = module
+        return module
+    raise AttributeError(f"module 'attnlib' has no attribute {name!r}")

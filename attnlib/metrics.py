@@ -1,0 +1,265 @@
+"""Distances between distributions and rank agreement, batched over leading dimensions.
+
+* :func:`tvd` -- total variation distance, TVD(p, q) = 1/2 sum_i |p_i - q_i|, in [0, 1].
+* :func:`kl` -- Kullback-Leibler divergence KL(p || q) = sum_i p_i log(p_i / q_i) (nats).
+* :func:`jsd` -- Jensen-Shannon divergence, 1/2 KL(p || m) + 1/2 KL(q || m) with
+  m = (p + q) / 2, natural logs, so 0 <= JSD <= ln 2 ~= 0.693 (Lin 1991; the scale used
+  by Jain & Wallace 2019).
+* :func:`kendall_tau` -- Kendall's tau-b with its two-sided p-value, identical to
+  :func:`scipy.stats.kendalltau` (ties handled, exact p-value where SciPy uses it).
+
+Conventions shared by all four:
+
+* Inputs are array-like or torch tensors of shape ``(..., T)``; the last dimension is
+  the support (tokens), every leading dimension is a batch dimension and the result
+  has shape ``(...)``. Torch in gives torch out (differentiable for tvd/kl/jsd);
+  anything else gives NumPy (a Python float for a single row).
+* Padded rows: pass ``mask`` (bool, same shape; True = real entry) or ``lengths``
+  (shape ``(...)``; the first ``lengths`` entries are real). Entries outside the mask
+  are ignored.
+* Distributions are checked: no NaN or inf, no negative entries, and each row (over
+  the masked entries) must sum to 1 within an absolute tolerance of
+  ``attnlib._checks.SUM_TOL`` = 1e-3. Bad input raises ``ValueError`` that says what
+  is wrong. ``check=False`` skips the checks inside hot optimisation loops.
+* Zeros are fine: logs are taken of values clamped at ``EPS`` = 1e-10, so a zero
+  entry contributes exactly 0 to JSD and gradients stay finite. For KL this means
+  that where q_i = 0 < p_i the true (infinite) divergence is reported as the large
+  finite p_i * log(p_i / 1e-10), as in J&W's implementation.
+"""
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import numpy as np
+import torch
+
+from ._checks import (
+    as_tensor,
+    check_distribution,
+    check_finite,
+    check_same_shape,
+    resolve_mask,
+    to_output,
+)
+
+__all__ = ["tvd", "kl", "jsd", "kendall_tau", "EPS"]
+
+EPS = 1e-10
+
+
+def _prepare_pair(p, q, mask, lengths, check: bool, names=("p", "q")):
+    pt, p_torch = as_tensor(p, names[0], dtype=None)
+    qt, q_torch = as_tensor(q, names[1], dtype=None)
+    if not pt.is_floating_point():
+        pt = pt.to(torch.float64)
+    if not qt.is_floating_point():
+        qt = qt.to(torch.float64)
+    if pt.dtype != qt.dtype:
+        dtype = torch.promote_types(pt.dtype, qt.dtype)
+        pt, qt = pt.to(dtype), qt.to(dtype)
+    check_same_shape(pt, qt, names)
+    m = resolve_mask(pt.shape, mask, lengths, device=pt.device)
+    if check:
+        check_distribution(pt, names[0], m)
+        check_distribution(qt, names[1], m)
+    if m is not None:
+        m = m.to(pt.dtype)
+    return pt, qt, m, (p_torch or q_torch)
+
+
+def _kl_terms(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    """Elementwise p * (log p - log q), exactly 0 where p = 0, with finite gradients."""
+    return p * (torch.log(p.clamp_min(EPS)) - torch.log(q.clamp_min(EPS)))
+
+
+def _masked_sum(x: torch.Tensor, m: torch.Tensor | None) -> torch.Tensor:
+    return (x * m).sum(-1) if m is not None else x.sum(-1)
+
+
+def tvd(p, q, *, mask=None, lengths=None, check: bool = True):
+    """Total variation distance 1/2 sum_t |p_t - q_t| over the last dimension.
+
+    For two binary outputs [1-a, a] and [1-b, b] it equals |a - b|, the "output
+    difference" of Jain & Wallace 2019 (Alg. 2-3). Range [0, 1].
+    """
+    pt, qt, m, was_torch = _prepare_pair(p, q, mask, lengths, check)
+    return to_output(0.5 * _masked_sum((pt - qt).abs(), m), was_torch)
+
+
+def kl(p, q, *, mask=None, lengths=None, check: bool = True):
+    """Kullback-Leibler divergence KL(p || q) = sum_t p_t log(p_t / q_t) in nats.
+
+    Not symmetric: ``kl(p, q)`` penalises mass of p where q has little. This is the
+    order in Wiegreffe & Pinter 2019's adversarial loss, KL(alpha_adv || alpha_base).
+    """
+    pt, qt, m, was_torch = _prepare_pair(p, q, mask, lengths, check)
+    return to_output(_masked_sum(_kl_terms(pt, qt), m), was_torch)
+
+
+def jsd(p, q, *, mask=None, lengths=None, check: bool = True):
+    """Jensen-Shannon divergence with natural logs: symmetric, 0 <= JSD <= ln 2.
+
+    JSD(p, q) = 1/2 KL(p || m) + 1/2 KL(q || m), m = (p + q) / 2. It is 0 iff p = q and
+    ln 2 iff p and q have disjoint supports. Jain & Wallace 2019 count an adversarial
+    attention as very different when JSD >= 0.49 (about 70% of the maximum).
+    """
+    pt, qt, m, was_torch = _prepare_pair(p, q, mask, lengths, check)
+    mid = 0.5 * (pt + qt)
+    value = 0.5 * _masked_sum(_kl_terms(pt, mid), m) + 0.5 * _masked_sum(_kl_terms(qt, mid), m)
+    return to_output(value.clamp_min(0.0), was_torch)
+
+
+# ----------------------------------------------------------------------------- Kendall tau
+
+#: Largest n for which SciPy (method="auto") uses the exact null distribution when there are no ties.
+_EXACT_MAX_N = 33
+
+
+@lru_cache(maxsize=1)
+def _kendall_exact_cdf() -> torch.Tensor:
+    """P(number of inversions <= c) for a random permutation of n, n <= 33 (Mahonian numbers).
+
+    Row n, column c; computed with exact integers, then divided by n!.
+    """
+    max_c = _EXACT_MAX_N * (_EXACT_MAX_N - 1) // 2
+    table = np.ones((_EXACT_MAX_N + 1, max_c + 1), dtype=np.float64)
+    counts = [1]  # n = 1: one permutation, zero inversions
+    for n in range(2, _EXACT_MAX_N + 1):
+        new = [0] * (len(counts) + n - 1)
+        running = 0
+        for c in range(len(new)):  # new[c] = sum_{j=0}^{n-1} counts[c - j]
+            if c < len(counts):
+                running += counts[c]
+            if c - n >= 0:
+                running -= counts[c - n]
+            new[c] = running
+        counts = new
+        total = math.factorial(n)
+        cum = 0
+        for c, k in enumerate(counts):
+            cum += k
+            table[n, c] = cum / total
+    return torch.from_numpy(table)
+
+
+def _exact_pvalue(n: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+    """SciPy's exact two-sided p-value for tau without ties; c = min(dis, total - dis)."""
+    table = _kendall_exact_cdf()
+    small = n <= _EXACT_MAX_N
+    p = torch.ones_like(c, dtype=torch.float64)
+    if small.any():
+        p[small] = 2.0 * table[n[small], c[small]]
+    big = ~small
+    if big.any():  # SciPy only goes exact for n > 33 when c <= 1: 2/n! or 2/(n-1)!
+        nb = n[big].to(torch.float64)
+        lg = torch.where(c[big] == 0, torch.lgamma(nb + 1), torch.lgamma(nb))
+        p[big] = torch.exp(math.log(2.0) - lg)
+    return p.clamp(max=1.0)
+
+
+@lru_cache(maxsize=64)
+def _pair_index(T: int):
+    """Indices (i, j), i < j, of all unordered pairs of T positions, and their (P, T) incidence matrix."""
+    i, j = torch.triu_indices(T, T, offset=1)
+    incidence = torch.zeros(i.numel(), T, dtype=torch.float64)
+    incidence[torch.arange(i.numel()), i] = 1.0
+    incidence[torch.arange(i.numel()), j] = 1.0
+    return i, j, incidence
+
+
+def _tau_chunk(x: torch.Tensor, y: torch.Tensor, valid: torch.Tensor):
+    """Tau-b and SciPy's two-sided p-value for each row of x, y (N, T) over the valid entries."""
+    T = x.shape[1]
+    i, j, incidence = _pair_index(T)
+    pair = (valid[:, i] & valid[:, j]).to(torch.float64)  # (N, P) both ends real
+    sx = torch.sign(x[:, i] - x[:, j])  # (N, P)
+    sy = torch.sign(y[:, i] - y[:, j])
+    prod = sx * sy * pair
+    con_minus_dis = prod.sum(1)
+    dis = (prod == -1).sum(1).to(torch.float64)
+    n = valid.sum(1)
+    nf = n.to(torch.float64)
+    tot = nf * (nf - 1) / 2
+    vf = valid.to(torch.float64)
+
+    def tie_stats(s):
+        tied = (s == 0).to(torch.float64) * pair  # (N, P) tied pairs
+        n_tied = tied.sum(1)
+        if not bool((n_tied > 0).any()):
+            zero = torch.zeros_like(n_tied)
+            return n_tied, zero, zero
+        group = (1.0 + tied @ incidence) * vf  # size of each valid element's tie group
+        t0 = ((group - 1) * (group - 2) * vf).sum(1)  # = sum over groups t(t-1)(t-2)
+        t1 = ((group - 1) * (2 * group + 5) * vf).sum(1)  # = sum over groups t(t-1)(2t+5)
+        return n_tied, t0, t1
+
+    xtie, x0, x1 = tie_stats(sx)
+    ytie, y0, y1 = tie_stats(sy)
+    degenerate = (xtie == tot) | (ytie == tot)
+    denom = torch.sqrt(tot - xtie) * torch.sqrt(tot - ytie)
+    tau = torch.where(degenerate, torch.nan, con_minus_dis / torch.where(degenerate, 1.0, denom))
+    tau = tau.clamp(-1.0, 1.0)
+
+    # Asymptotic p-value with the tie-corrected variance (Kendall 1945), as SciPy computes it.
+    m = nf * (nf - 1)
+    var = (m * (2 * nf + 5) - x1 - y1) / 18 + (2 * xtie * ytie) / m
+    safe = torch.where(nf > 2, 9 * m * (nf - 2), torch.ones_like(m))
+    var = var + torch.where(nf > 2, x0 * y0 / safe, torch.zeros_like(m))
+    z = con_minus_dis / torch.sqrt(var)
+    pvalue = torch.special.erfc(z.abs() / math.sqrt(2.0))
+
+    no_ties = (xtie == 0) & (ytie == 0)
+    c = torch.minimum(dis, tot - dis)
+    use_exact = no_ties & ((n <= _EXACT_MAX_N) | (c <= 1))
+    if use_exact.any():
+        pvalue[use_exact] = _exact_pvalue(n[use_exact], c[use_exact].to(torch.int64))
+    pvalue = torch.where(degenerate, torch.nan, pvalue)
+    return tau, pvalue
+
+
+def kendall_tau(x, y, *, mask=None, lengths=None, chunk_elements: int = 4_000_000):
+    """Kendall's tau-b and its two-sided p-value per row, agreeing with ``scipy.stats.kendalltau``.
+
+    tau_b = (C - D) / sqrt((n0 - n1)(n0 - n2)), with C, D the concordant and discordant
+    pairs, n0 = n(n-1)/2 and n1, n2 the pairs tied in x and in y (Kendall 1945). The
+    p-value is SciPy's ``method="auto"``: exact (the null distribution of inversions)
+    when there are no ties and n <= 33, else the normal approximation with the
+    tie-corrected variance. Jain & Wallace 2019 use it to compare attention with
+    gradient and leave-one-out importance.
+
+    Returns ``(tau, pvalue)``, each of shape ``x.shape[:-1]``. A row in which x or y is
+    constant has no defined tau: both are NaN there (as in SciPy). Rows are processed
+    in chunks of about ``chunk_elements`` pair entries to bound memory.
+
+    Raises ``ValueError`` for shape mismatch, NaN or inf, or a row with fewer than 2
+    (unmasked) entries.
+    """
+    xt, x_torch = as_tensor(x, "x")
+    yt, y_torch = as_tensor(y, "y")
+    was_torch = x_torch or y_torch
+    device = xt.device
+    xt, yt = xt.detach().to("cpu", torch.float64), yt.detach().to("cpu", torch.float64)
+    check_same_shape(xt, yt, ("x", "y"))
+    valid = resolve_mask(xt.shape, mask, lengths)
+    lead, T = xt.shape[:-1], xt.shape[-1]
+    valid = torch.ones(xt.shape, dtype=torch.bool) if valid is None else valid.cpu()
+    xt, yt = xt.masked_fill(~valid, 0.0), yt.masked_fill(~valid, 0.0)  # padding may hold anything
+    check_finite(xt, "x")
+    check_finite(yt, "y")
+    xf, yf, vf = xt.reshape(-1, T), yt.reshape(-1, T), valid.reshape(-1, T)
+    counts = vf.sum(1)
+    if xf.shape[0] and counts.min() < 2:
+        bad = int((counts < 2).sum())
+        raise ValueError(f"Kendall tau needs at least 2 tokens per row; {bad} row(s) have fewer")
+    rows = max(1, chunk_elements // max(1, T * T))
+    taus, pvals = [], []
+    for start in range(0, xf.shape[0], rows):
+        t, p = _tau_chunk(xf[start : start + rows], yf[start : start + rows], vf[start : start + rows])
+        taus.append(t)
+        pvals.append(p)
+    tau = torch.cat(taus).reshape(lead) if taus else torch.empty(lead, dtype=torch.float64)
+    pvalue = torch.cat(pvals).reshape(lead) if pvals else torch.empty(lead, dtype=torch.float64)
+    if was_torch:
+        tau, pvalue = tau.to(device), pvalue.to(device)
+    return to_output(tau, was_torch), to_output(pvalue, was_torch)

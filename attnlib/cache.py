@@ -1,0 +1,109 @@
+"""An on-disk cache for trained models and precomputed sweeps: atomic, checksummed, self-healing.
+
+Location: ``$ATTNLIB_CACHE_DIR`` if set, else the user cache directory
+(``~/.cache/attnlib`` on Linux). Entries are named by a SHA-256 key of everything that
+determines them (see :func:`cache_key`).
+
+File format: a magic line, the SHA-256 of the payload, then the payload (``torch.save``
+of plain tensors, numbers, strings, lists and dicts; loaded with ``weights_only=True``).
+Writes go to a temporary file in the same folder, are flushed to disk, then renamed
+over the target, so a reader never sees half a file. A truncated, corrupt or
+unreadable entry triggers a warning, is deleted, and :func:`load` returns ``None`` so
+the caller recomputes it: never a crash, never a silently wrong model.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any
+
+import torch
+
+__all__ = ["cache_dir", "cache_key", "save", "load", "CacheCorruptionWarning", "ENV_VAR"]
+
+ENV_VAR = "ATTNLIB_CACHE_DIR"
+_MAGIC = b"ATTNLIB-CACHE-1\n"
+
+
+class CacheCorruptionWarning(UserWarning):
+    """A cache entry was unreadable and will be rebuilt."""
+
+
+def cache_dir() -> Path:
+    """The cache folder (created if missing): ``$ATTNLIB_CACHE_DIR`` or the user cache dir."""
+    env = os.environ.get(ENV_VAR)
+    if env:
+        path = Path(env).expanduser()
+    else:
+        from platformdirs import user_cache_dir
+
+        path = Path(user_cache_dir("attnlib", appauthor=False))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def cache_key(**parts: Any) -> str:
+    """A stable SHA-256 hex key of JSON-serialisable ``parts`` (sorted, canonical)."""
+    blob = json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str).encode()
+    return hashlib.sha256(blob).hexdigest()
+
+
+def _path(kind: str, key: str) -> Path:
+    if not kind.replace("-", "").replace("_", "").isalnum():
+        raise ValueError(f"cache kind must be alphanumeric (with - or _), got {kind!r}")
+    folder = cache_dir() / kind
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / f"{key}.pt"
+
+
+def save(kind: str, key: str, obj: Any) -> Path:
+    """Atomically write ``obj`` under ``kind/key``; returns the path."""
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    payload = buffer.getvalue()
+    digest = hashlib.sha256(payload).hexdigest().encode()
+    target = _path(kind, key)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(_MAGIC + digest + b"\n" + payload)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def load(kind: str, key: str) -> Any | None:
+    """The object stored under ``kind/key``, or ``None`` if absent or corrupt (with a warning)."""
+    target = _path(kind, key)
+    try:
+        data = target.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        warnings.warn(f"cache entry {target} is unreadable ({err}); rebuilding it", CacheCorruptionWarning, stacklevel=2)
+        return None
+    problem = None
+    if not data.startswith(_MAGIC):
+        problem = "it has no attnlib cache header"
+    else:
+        rest = data[len(_MAGIC) :]
+        digest, sep, payload = rest.partition(b"\n")
+        if not sep or hashlib.sha256(payload).hexdigest().encode() != digest:
+            problem = "its checksum does not match (truncated or corrupt)"
+        else:
+            try:
+                return torch.load(io.BytesIO(payload), weights_only=True, map_location="cpu")
+            except Exception as err:  # noqa: BLE001 - any unpickling failure means: rebuild
+                problem = f"it cannot be loaded ({type(err).__name__}: {err})"
+    warnings.warn(f"cache entry {target} is corrupt: {problem}; deleting and rebuilding it", CacheCorruptionWarning, stacklevel=2)
+    target.unlink(missing_ok=True)
+    return None

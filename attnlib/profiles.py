@@ -1,0 +1,89 @@
+"""Run profiles: how big each chapter's experiments are.
+
+* ``book`` (default): sized so the whole book executes in about 15 minutes on 2 CPU
+  cores, each chapter in at most 3 minutes and 2 GB of memory (Binder's limit).
+  Datasets are subsampled (seeded, stratified) and sweeps are short.
+* ``paper``: Jain & Wallace's sizes: full datasets, 8 epochs, the full test split,
+  100 permutations, 8 seeds. Uses a GPU when one is present; hours on a CPU.
+
+A chapter's ``parameters`` cell sets ``profile = None``, which means: the
+``ATTNLIB_PROFILE`` environment variable if set, else ``book``. Papermill can pass
+``-p profile paper``.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+
+__all__ = ["Profile", "PROFILES", "get_profile", "ENV_VAR"]
+
+ENV_VAR = "ATTNLIB_PROFILE"
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Sizes for one run of the book."""
+
+    name: str
+    #: per dataset: (max_train, max_eval) passed to attnlib.data.load_dataset; None = all.
+    dataset_sizes: dict = field(default_factory=dict)
+    epochs: int = 8
+    batch_size: int = 32
+    #: test instances used by per-instance experiments (importance, adversary, ...); None = all.
+    n_eval_instances: int | None = None
+    n_permutations: int = 100
+    adversary_steps: int = 500
+    seeds: tuple[int, ...] = (0, 1, 2, 3, 4, 5, 6, 7)
+    description: str = ""
+
+    def dataset_kwargs(self, name: str) -> dict:
+        """Keyword arguments for :func:`attnlib.data.load_dataset` under this profile."""
+        max_train, max_eval = self.dataset_sizes.get(name, (None, None))
+        return {"max_train": max_train, "max_eval": max_eval}
+
+    def with_(self, **changes) -> "Profile":
+        """A copy with some fields changed (for experiments with a custom size)."""
+        return replace(self, **changes)
+
+
+PROFILES: dict[str, Profile] = {
+    "book": Profile(
+        name="book",
+        dataset_sizes={
+            "rt-polarity": (None, None),  # 8.5k short sentences: cheap enough in full
+            "imdb": (2000, 500),
+            "synthetic": (None, None),
+            "sst2": (None, None),
+            "agnews": (4000, 1000),
+            "20news": (None, None),
+        },
+        epochs=8,
+        n_eval_instances=500,
+        n_permutations=100,
+        adversary_steps=300,
+        seeds=(0, 1, 2, 3),
+        description="small and fast: the whole book in about 15 min on 2 CPU cores, <= 2 GB",
+    ),
+    "paper": Profile(
+        name="paper",
+        dataset_sizes={},
+        epochs=8,
+        n_eval_instances=None,
+        n_permutations=100,
+        adversary_steps=500,
+        seeds=(0, 1, 2, 3, 4, 5, 6, 7),
+        description="Jain & Wallace's sizes: full data, full test splits (GPU recommended)",
+    ),
+}
+
+
+def get_profile(name: str | None = None) -> Profile:
+    """The named profile; ``None`` means ``$ATTNLIB_PROFILE`` or ``book``."""
+    if isinstance(name, Profile):
+        return name
+    chosen = name if name is not None else os.environ.get(ENV_VAR, "book")
+    key = str(chosen).strip().lower()
+    if key not in PROFILES:
+        source = f" (from ${ENV_VAR})" if name is None else ""
+        raise ValueError(f"unknown profile {chosen!r}{source}; choose one of: {', '.join(PROFILES)}")
+    return PROFILES[key]

@@ -1,0 +1,91 @@
+"""attnlib.cache (atomic, checksummed, self-healing) and attnlib.profiles."""
+import os
+
+import pytest
+import torch
+
+from attnlib import cache, get_profile, seed_everything
+from attnlib.profiles import PROFILES
+
+
+def test_round_trip_and_location(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTNLIB_CACHE_DIR", str(tmp_path / "elsewhere"))
+    obj = {"w": torch.arange(6.0).reshape(2, 3), "history": [{"epoch": 1, "auc": 0.9}], "name": "x"}
+    path = cache.save("models", "abc", obj)
+    assert path.parent.parent == tmp_path / "elsewhere"
+    back = cache.load("models", "abc")
+    assert torch.equal(back["w"], obj["w"]) and back["history"] == obj["history"]
+    assert not [p for p in path.parent.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_missing_entry_is_none():
+    assert cache.load("models", "nothing-here") is None
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda b: b[: len(b) // 2],  # truncated mid-write
+        lambda b: b[:-10] + bytes(10),  # flipped bytes: checksum catches a silently wrong model
+        lambda b: b"garbage",  # not ours
+        lambda b: b"",  # empty
+    ],
+)
+def test_corrupt_entry_warns_deletes_and_returns_none(damage):
+    path = cache.save("models", "k", {"w": torch.ones(100)})
+    path.write_bytes(damage(path.read_bytes()))
+    with pytest.warns(cache.CacheCorruptionWarning):
+        assert cache.load("models", "k") is None
+    assert not path.exists()
+    cache.save("models", "k", {"w": torch.ones(3)})  # and it can be rebuilt
+    assert torch.equal(cache.load("models", "k")["w"], torch.ones(3))
+
+
+def test_failed_write_leaves_old_entry_intact(monkeypatch):
+    cache.save("models", "k", {"v": 1})
+
+    def boom(*args, **kwargs):
+        raise OSError("disk full")
+
+    with monkeypatch.context() as m:
+        m.setattr(os, "replace", boom)
+        with pytest.raises(OSError):
+            cache.save("models", "k", {"v": 2})
+    assert cache.load("models", "k") == {"v": 1}
+    assert not [p for p in cache.cache_dir().joinpath("models").iterdir() if p.name.endswith(".tmp")]
+
+
+def test_cache_key_is_stable_and_sensitive():
+    a = cache.cache_key(dataset="d", seed=0, config={"x": 1, "y": 2})
+    assert a == cache.cache_key(seed=0, config={"y": 2, "x": 1}, dataset="d")
+    assert a != cache.cache_key(dataset="d", seed=1, config={"x": 1, "y": 2})
+
+
+def test_bad_kind_rejected():
+    with pytest.raises(ValueError):
+        cache.save("../escape", "k", {})
+
+
+def test_profiles(monkeypatch):
+    monkeypatch.delenv("ATTNLIB_PROFILE", raising=False)
+    assert get_profile().name == "book"
+    monkeypatch.setenv("ATTNLIB_PROFILE", "paper")
+    assert get_profile().name == "paper"
+    assert get_profile("book").name == "book"
+    assert get_profile(" Book ").name == "book"
+    with pytest.raises(ValueError, match="book, paper"):
+        get_profile("huge")
+    monkeypatch.setenv("ATTNLIB_PROFILE", "nope")
+    with pytest.raises(ValueError, match="ATTNLIB_PROFILE"):
+        get_profile()
+    assert PROFILES["paper"].dataset_kwargs("imdb") == {"max_train": None, "max_eval": None}
+    assert PROFILES["book"].dataset_kwargs("imdb")["max_train"] < 25000
+
+
+def test_seed_everything_is_deterministic_and_validates():
+    seed_everything(3)
+    a = torch.randn(4)
+    seed_everything(3)
+    assert torch.equal(a, torch.randn(4))
+    with pytest.raises(ValueError):
+        seed_everything(-1)

@@ -82,6 +82,13 @@ def test_pinsker_style_bound(pq):
     assert jsd(p, q) <= tvd(p, q) * LN2 + 1e-9
 
 
+@given(pairs())
+def test_pinsker_lower_bound(pq):
+    """JSD >= TVD^2 / 2: Pinsker's inequality on each half, KL(p || m) >= 2 TVD(p, m)^2."""
+    p, q = pq
+    assert jsd(p, q) >= tvd(p, q) ** 2 / 2 - 1e-9
+
+
 def test_disjoint_supports_reach_the_maxima():
     p, q = np.array([0.5, 0.5, 0.0, 0.0]), np.array([0.0, 0.0, 0.3, 0.7])
     assert jsd(p, q) == pytest.approx(LN2, abs=1e-12)

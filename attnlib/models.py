@@ -1,0 +1,288 @@
+"""Jain & Wallace's attention classifier: encoder -> attention -> linear decoder.
+
+The model is split into the three steps every experiment in the book recombines:
+
+* :meth:`AttentionClassifier.encode` -- tokens to hidden states h (B, T, H);
+* :meth:`AttentionClassifier.attend` -- hidden states to attention alpha (B, T), a
+  masked softmax over the real tokens (never SOS, EOS or padding);
+* :meth:`AttentionClassifier.decode` -- hidden states plus ANY attention, (B, T) or a
+  batch of K candidates (B, K, T), to output probabilities. Counterfactual
+  experiments (permutation, adversarial search, erasure) keep h fixed and call only
+  this step.
+
+Encoders (J&W 2019, Sec. 3): ``lstm`` (BiLSTM, 128 per direction, H = 256, packed
+sequences), ``cnn`` (kernel widths 1, 3, 5, 7 with 32 filters each, H = 128, same
+padding, ReLU) and ``average`` (Linear(E -> 128) + tanh per token, no context).
+Attention: ``tanh`` (additive, score_t = v . tanh(W h_t + b)), ``dot`` (scaled,
+score_t = q . h_t / sqrt(H)) or ``uniform`` (alpha_t = 1/T, frozen; Wiegreffe &
+Pinter 2019's baseline).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from ._checks import check_distribution, check_positive_int
+from .data import EOS, PAD, SOS
+
+__all__ = [
+    "ENCODERS",
+    "ATTENTIONS",
+    "ModelConfig",
+    "Encoded",
+    "Output",
+    "AttentionClassifier",
+    "real_token_mask",
+    "masked_softmax",
+    "uniform_attention",
+]
+
+ENCODERS = ("lstm", "cnn", "average")
+ATTENTIONS = ("tanh", "dot", "uniform")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """What to build: encoder, attention and sizes (J&W defaults)."""
+
+    encoder: str = "lstm"
+    attention: str = "tanh"
+    embed_dim: int = 50
+    hidden: int = 128  # per direction for the BiLSTM (H = 256); total for cnn/average
+    n_classes: int = 2
+
+    def __post_init__(self):
+        if self.encoder not in ENCODERS:
+            raise ValueError(f"unknown encoder {self.encoder!r}; choose one of {', '.join(ENCODERS)}")
+        if self.attention not in ATTENTIONS:
+            raise ValueError(f"unknown attention {self.attention!r}; choose one of {', '.join(ATTENTIONS)}")
+        check_positive_int(self.embed_dim, "embed_dim")
+        check_positive_int(self.hidden, "hidden")
+        check_positive_int(self.n_classes, "n_classes", minimum=2)
+        if self.encoder == "cnn" and self.hidden % 4:
+            raise ValueError("the cnn encoder splits hidden over 4 kernel widths: hidden must be a multiple of 4")
+
+    @property
+    def hidden_size(self) -> int:
+        """H, the size of each hidden state h_t."""
+        return 2 * self.hidden if self.encoder == "lstm" else self.hidden
+
+    @property
+    def name(self) -> str:
+        return f"{self.encoder}+{self.attention}"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Encoded:
+    """Hidden states and what produced them."""
+
+    hidden: torch.Tensor  # (B, T, H)
+    mask: torch.Tensor  # (B, T) bool: real tokens (not SOS, EOS, PAD)
+    embedded: torch.Tensor  # (B, T, E)
+    lengths: torch.Tensor  # (B,) including SOS and EOS
+
+
+@dataclass
+class Output:
+    """A forward pass: output distribution, attention and the hidden states behind them."""
+
+    probs: torch.Tensor  # (B, C) or (B, K, C): a distribution over classes
+    logits: torch.Tensor  # (B, 1) for binary, (B, C) otherwise (or with a K dimension)
+    attention: torch.Tensor  # (B, T) or (B, K, T)
+    encoded: Encoded
+
+    @property
+    def prediction(self) -> torch.Tensor:
+        return self.probs.argmax(-1)
+
+
+def real_token_mask(tokens: torch.Tensor) -> torch.Tensor:
+    """True on real tokens: not padding and not the <SOS>/<EOS> wrappers. (B, T) -> (B, T)."""
+    return (tokens != PAD) & (tokens != SOS) & (tokens != EOS)
+
+
+def masked_softmax(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Softmax over the last dim restricted to ``mask``; masked entries are exactly 0."""
+    scores = scores.masked_fill(~mask, float("-inf"))
+    return torch.softmax(scores, dim=-1).masked_fill(~mask, 0.0)
+
+
+def uniform_attention(mask: torch.Tensor) -> torch.Tensor:
+    """alpha_t = 1 / T over the real tokens, 0 elsewhere. (…, T) bool -> (…, T) float."""
+    m = mask.to(torch.get_default_dtype())
+    return m / m.sum(-1, keepdim=True)
+
+
+class _TanhAttention(nn.Module):
+    """Additive attention (Bahdanau et al. 2015): score_t = v . tanh(W h_t + b)."""
+
+    def __init__(self, hidden_size: int):
+        super().__init__()
+        self.W = nn.Linear(hidden_size, hidden_size // 2)
+        self.v = nn.Linear(hidden_size // 2, 1, bias=False)
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.v(torch.tanh(self.W(hidden))).squeeze(-1)
+
+
+class _DotAttention(nn.Module):
+    """Scaled dot attention with a learned query: score_t = q . h_t / sqrt(H)."""
+
+    def __init__(self, hidden_size: int):
+        super().__init__()
+        self.q = nn.Linear(hidden_size, 1, bias=False)
+        self.scale = math.sqrt(hidden_size)
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.q(hidden).squeeze(-1) / self.scale
+
+
+class AttentionClassifier(nn.Module):
+    """J&W's classifier. ``model(tokens)`` returns an :class:`Output`.
+
+    Args:
+        vocab_size: rows of the embedding table (ids PAD=0, UNK=1, SOS=2, EOS=3, words...).
+        config: a :class:`ModelConfig`.
+        embeddings: optional (vocab_size, embed_dim) initial embeddings (e.g. GloVe);
+            they stay trainable, as in J&W.
+    """
+
+    def __init__(self, vocab_size: int, config: ModelConfig = ModelConfig(), embeddings: np.ndarray | None = None):
+        super().__init__()
+        check_positive_int(vocab_size, "vocab_size", minimum=5)
+        self.config = config
+        self.vocab_size = vocab_size
+        E, H = config.embed_dim, config.hidden_size
+        self.embedding = nn.Embedding(vocab_size, E, padding_idx=PAD)
+        if embeddings is not None:
+            emb = torch.as_tensor(np.asarray(embeddings), dtype=torch.float32)
+            if emb.shape != (vocab_size, E):
+                raise ValueError(f"embeddings must have shape ({vocab_size}, {E}), got {tuple(emb.shape)}")
+            with torch.no_grad():
+                self.embedding.weight.copy_(emb)
+                self.embedding.weight[PAD].zero_()
+        if config.encoder == "lstm":
+            self.lstm = nn.LSTM(E, config.hidden, batch_first=True, bidirectional=True)
+        elif config.encoder == "cnn":
+            self.convs = nn.ModuleList(
+                nn.Conv1d(E, config.hidden // 4, kernel_size=k, padding=k // 2) for k in (1, 3, 5, 7)
+            )
+        else:
+            self.projection = nn.Linear(E, H)
+        if config.attention == "tanh":
+            self.attention = _TanhAttention(H)
+        elif config.attention == "dot":
+            self.attention = _DotAttention(H)
+        else:
+            self.attention = None
+        out = 1 if config.n_classes == 2 else config.n_classes
+        self.decoder = nn.Linear(H, out)
+
+    # ------------------------------------------------------------------ steps
+    def attention_parameters(self) -> list[nn.Parameter]:
+        """Parameters of the attention layer (J&W train them without weight decay)."""
+        return [] if self.attention is None else list(self.attention.parameters())
+
+    @staticmethod
+    def _tokens(x) -> torch.Tensor:
+        tokens = getattr(x, "tokens", x)
+        if not isinstance(tokens, torch.Tensor) or tokens.ndim != 2 or tokens.dtype != torch.long:
+            raise ValueError("expected a Batch or a LongTensor of token ids with shape (B, T)")
+        return tokens
+
+    def encode(self, x, *, embedded: torch.Tensor | None = None) -> Encoded:
+        """Tokens (a Batch or (B, T) ids) to hidden states h (B, T, H).
+
+        Pass ``embedded`` (B, T, E) to encode given embeddings instead of looking the
+        tokens up (gradient importance differentiates with respect to them).
+        """
+        tokens = self._tokens(x).to(self.embedding.weight.device)
+        mask = real_token_mask(tokens)
+        if not bool(mask.any(-1).all()):
+            raise ValueError("every instance needs at least one real token between <SOS> and <EOS>")
+        lengths = (tokens != PAD).sum(-1)
+        emb = self.embedding(tokens) if embedded is None else embedded  # (B, T, E)
+        if self.config.encoder == "lstm":
+            packed = pack_padded_sequence(emb, lengths.cpu(), batch_first=True, enforce_sorted=False)
+            out, _ = self.lstm(packed)
+            hidden, _ = pad_packed_sequence(out, batch_first=True, total_length=tokens.shape[1])
+        elif self.config.encoder == "cnn":
+            x_ = (emb * (tokens != PAD).unsqueeze(-1)).transpose(1, 2)  # (B, E, T)
+            hidden = torch.cat([torch.relu(conv(x_)) for conv in self.convs], dim=1).transpose(1, 2)
+        else:
+            hidden = torch.tanh(self.projection(emb))
+        return Encoded(hidden=hidden, mask=mask, embedded=emb, lengths=lengths)
+
+    def attend(self, encoded: Encoded) -> torch.Tensor:
+        """The model's own attention alpha (B, T): masked softmax of its scores (or uniform)."""
+        if self.attention is None:
+            return uniform_attention(encoded.mask).to(encoded.hidden.dtype)
+        return masked_softmax(self.attention(encoded.hidden), encoded.mask)
+
+    def decode(self, hidden: torch.Tensor, attention: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Output (probs, logits) from hidden states (B, T, H) and attention (B, T) or (B, K, T).
+
+        c = sum_t alpha_t h_t; logits = Linear(c). With K candidate attentions per
+        instance the result has a K dimension: probs (B, K, C).
+        """
+        if attention.ndim == 2:
+            context = torch.einsum("bt,bth->bh", attention, hidden)
+        elif attention.ndim == 3:
+            context = torch.einsum("bkt,bth->bkh", attention, hidden)
+        else:
+            raise ValueError(f"attention must have shape (B, T) or (B, K, T), got {tuple(attention.shape)}")
+        logits = self.decoder(context)
+        return self.probabilities(logits), logits
+
+    def probabilities(self, logits: torch.Tensor) -> torch.Tensor:
+        """Class distribution from logits: [1 - sigmoid, sigmoid] for binary, softmax otherwise."""
+        if self.config.n_classes == 2:
+            p = torch.sigmoid(logits)
+            return torch.cat([1 - p, p], dim=-1)
+        return torch.softmax(logits, dim=-1)
+
+    # ------------------------------------------------------------------ forward
+    def forward(
+        self,
+        x,
+        *,
+        attention: torch.Tensor | None = None,
+        detach_attention: bool = False,
+        check_attention: bool = True,
+    ) -> Output:
+        """Run encode -> attend -> decode.
+
+        Args:
+            x: a Batch or (B, T) token ids.
+            attention: decode with THIS attention instead of the model's own: (B, T), or
+                (B, K, T) for K candidates per instance. Rows must be distributions over
+                the real tokens (checked unless ``check_attention=False``).
+            detach_attention: cut the gradient through alpha (J&W's gradient importance),
+                so d output / d embedding flows only through the hidden states.
+        """
+        encoded = self.encode(x)
+        if attention is None:
+            alpha = self.attend(encoded)
+        else:
+            alpha = attention.to(encoded.hidden.device, encoded.hidden.dtype)
+            B, T = encoded.mask.shape
+            if alpha.shape[0] != B or alpha.shape[-1] != T or alpha.ndim not in (2, 3):
+                raise ValueError(
+                    f"attention must have shape ({B}, {T}) or ({B}, K, {T}) to match the tokens, got {tuple(alpha.shape)}"
+                )
+            if check_attention:
+                mask = encoded.mask if alpha.ndim == 2 else encoded.mask.unsqueeze(1).expand_as(alpha)
+                if bool((alpha.detach().masked_select(~mask) != 0).any()):
+                    raise ValueError("attention must be 0 on <SOS>, <EOS> and padding")
+                check_distribution(alpha.detach(), "attention", mask)
+        used = alpha.detach() if detach_attention else alpha
+        probs, logits = self.decode(encoded.hidden, used)
+        return Output(probs=probs, logits=logits, attention=alpha, encoded=encoded)

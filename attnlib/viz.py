@@ -1,0 +1,246 @@
+"""Figures for the book: attention heatmaps over text, distributions, training curves.
+
+Every function draws on a matplotlib Axes (made if not given) and returns the Figure,
+so a chapter cell is one call. Colours: attention is drawn in one sequential map
+(``ATTENTION_CMAP``) everywhere in the book, so heatmaps can be compared across chapters.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+__all__ = [
+    "ATTENTION_CMAP",
+    "attention_heatmap",
+    "plot_distributions",
+    "plot_training_history",
+    "plot_metric_relation",
+    "plot_scores",
+]
+
+ATTENTION_CMAP = "Oranges"
+_MEASURE_COLOURS = {"p": "#1f77b4", "q": "#d62728"}
+
+
+def _as_list(a) -> list[float]:
+    return [float(x) for x in np.asarray(a, dtype=float).ravel()]
+
+
+def _text_width_points(text: str, fontsize: float, family: str, bold: bool = False) -> float:
+    from matplotlib.backends.backend_agg import RendererAgg
+    from matplotlib.font_manager import FontProperties
+
+    renderer = _text_width_points.renderer  # type: ignore[attr-defined]
+    prop = FontProperties(family=family, size=fontsize, weight="bold" if bold else "normal")
+    w, _, _ = renderer.get_text_width_height_descent(text, prop, ismath=False)
+    return w * 72.0 / renderer.dpi
+
+
+def _init_renderer():
+    from matplotlib.backends.backend_agg import RendererAgg
+
+    _text_width_points.renderer = RendererAgg(10, 10, 72)  # type: ignore[attr-defined]
+
+
+def attention_heatmap(
+    sentences: Sequence[Sequence[str]],
+    weights: Sequence[Sequence[float]],
+    *,
+    titles: Sequence[str] | None = None,
+    width: float = 9.0,
+    vmax: float | None = None,
+    highlight: Sequence[Sequence[bool]] | None = None,
+    fontsize: float = 10,
+):
+    """Draw sentences with each token's background shaded by its weight (J&W 2019, Fig. 1).
+
+    Args:
+        sentences: tokens of each sentence.
+        weights: one weight per token (attention, importance, ...), same lengths.
+        titles: an optional caption per sentence (e.g. "label 1, p(pos) = 0.93").
+        width: figure width in inches; long sentences wrap.
+        vmax: colour scale maximum (default: the largest weight shown, shared by all rows).
+        highlight: optional per-token booleans, drawn bold and underlined (e.g. a known rationale).
+    """
+    if len(sentences) != len(weights):
+        raise ValueError(f"got {len(sentences)} sentences but {len(weights)} weight vectors")
+    if titles is not None and len(titles) != len(sentences):
+        raise ValueError(f"got {len(sentences)} sentences but {len(titles)} titles")
+    _init_renderer()
+    family = "DejaVu Sans"
+    pad = 0.6 * fontsize  # points between tokens
+    usable = (width - 0.9) * 72.0  # leave room for the colour bar
+    lines: list[tuple[str, list]] = []
+    for i, (tokens, w) in enumerate(zip(sentences, weights)):
+        w = _as_list(w)
+        if len(tokens) != len(w):
+            raise ValueError(f"sentence {i} has {len(tokens)} tokens but {len(w)} weights")
+        marks = [False] * len(tokens) if highlight is None else [bool(x) for x in highlight[i]]
+        if titles is not None:
+            lines.append(("title", [(0.0, titles[i], 0.0, False, 0.0)]))
+        line, x = [], 0.0
+        for tok, weight, mark in zip(tokens, w, marks):
+            tw = _text_width_points(tok, fontsize, family, bold=mark)
+            if x + tw > usable and line:
+                lines.append(("tokens", line))
+                line, x = [], 0.0
+            line.append((x, tok, weight, mark, tw))
+            x += tw + pad
+        lines.append(("tokens", line))
+    all_w = [v for w in weights for v in _as_list(w)]
+    vmax = vmax if vmax is not None else (max(all_w, default=0.0) or 1.0)
+    cmap = plt.get_cmap(ATTENTION_CMAP)
+    line_h = 1.9 * fontsize  # points
+    height_pts = line_h * (len(lines) + 0.6)
+    fig = plt.figure(figsize=(width, height_pts / 72.0))
+    ax = fig.add_axes([0.01, 0.0, (usable / 72.0) / width, 1.0])
+    ax.set_axis_off()
+    ax.set_xlim(0, usable)
+    ax.set_ylim(height_pts, 0)
+    for r, (kind, items) in enumerate(lines):
+        y = (r + 0.8) * line_h
+        for x, text, weight, mark, tw in items:
+            if kind == "title":
+                ax.text(0, y, text, fontsize=fontsize * 0.9, color="#444444", va="center", ha="left", family=family, style="italic")
+                continue
+            level = min(max(weight, 0.0) / vmax, 1.0)
+            ax.text(
+                x, y, text, fontsize=fontsize, family=family, va="center", ha="left",
+                bbox=dict(boxstyle="square,pad=0.15", fc=cmap(level * 0.9), ec="none"),
+                color="white" if level > 0.65 else "black", fontweight="bold" if mark else "normal",
+            )
+            if mark:
+                ax.plot([x, x + tw], [y + 0.55 * fontsize] * 2, color="#1f77b4", lw=1.6)
+    cax = fig.add_axes([1 - 0.7 / width, 0.15, 0.12 / width, 0.7])
+    sm = plt.cm.ScalarMappable(cmap=cmap, norm=plt.Normalize(0, vmax / 0.9))
+    fig.colorbar(sm, cax=cax)
+    cax.tick_params(labelsize=7)
+    return fig
+
+
+def plot_distributions(
+    distributions: dict[str, Sequence[float]],
+    tokens: Sequence[str],
+    *,
+    ax=None,
+    title: str | None = None,
+):
+    """Grouped bars of several distributions over the same tokens."""
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(6, 3))
+    else:
+        fig = ax.figure
+    names = list(distributions)
+    n = len(names)
+    x = np.arange(len(tokens))
+    width = 0.8 / max(n, 1)
+    palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, name in enumerate(names):
+        values = _as_list(distributions[name])
+        if len(values) != len(tokens):
+            raise ValueError(f"{name} has {len(values)} entries but there are {len(tokens)} tokens")
+        colour = _MEASURE_COLOURS.get(name, palette[i % len(palette)])
+        bars = ax.bar(x + (i - (n - 1) / 2) * width, values, width, label=name, color=colour, alpha=0.85)
+        ax.bar_label(bars, fmt="%.2f", fontsize=8, padding=1)
+    ax.set_xticks(x, tokens)
+    ax.set_ylabel("weight")
+    ax.set_ylim(0, max(1e-9, max(max(_as_list(v)) for v in distributions.values())) * 1.2)
+    ax.legend(frameon=False)
+    if title:
+        ax.set_title(title)
+    ax.spines[["top", "right"]].set_visible(False)
+    fig.tight_layout()
+    return fig
+
+
+def plot_training_history(histories: dict[str, Sequence[dict]], *, metric: str = "dev_roc_auc", ax=None, best: dict | None = None):
+    """Dev metric per epoch for several models; ``best`` marks each model's kept epoch."""
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(6, 3.2))
+    else:
+        fig = ax.figure
+    for name, history in histories.items():
+        epochs = [h["epoch"] for h in history]
+        values = [h[metric] for h in history]
+        (line,) = ax.plot(epochs, values, marker="o", ms=3, label=name)
+        if best and name in best:
+            b = best[name]
+            ax.plot([b], [values[epochs.index(b)]], marker="*", ms=12, color=line.get_color(), zorder=3)
+    ax.set_xlabel("epoch")
+    ax.set_ylabel(metric.replace("_", " "))
+    ax.legend(frameon=False, fontsize=8)
+    ax.spines[["top", "right"]].set_visible(False)
+    fig.tight_layout()
+    return fig
+
+
+def plot_metric_relation(x, y, *, xlabel: str, ylabel: str, line=None, line_label: str | None = None, ax=None, title=None):
+    """Scatter of one measure against another, with an optional reference line y = line(x)."""
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(4.2, 3.4))
+    else:
+        fig = ax.figure
+    ax.scatter(x, y, s=6, alpha=0.4, color="#1f77b4", edgecolor="none")
+    if line is not None:
+        xs = np.linspace(0, float(np.max(x)), 50)
+        ax.plot(xs, line(xs), color="#d62728", lw=1.5, label=line_label)
+        ax.legend(frameon=False, fontsize=8)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    ax.spines[["top", "right"]].set_visible(False)
+    fig.tight_layout()
+    return fig
+
+
+def plot_scores(scores: dict[str, float], *, limits: dict[str, tuple[float, float]] | None = None, ax=None, title=None):
+    """Horizontal bars of named scores (e.g. TVD, JSD, tau), each drawn against its own range."""
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(4.2, 0.45 * len(scores) + 0.6))
+    else:
+        fig = ax.figure
+    names = list(scores)
+    limits = limits or {}
+    for i, name in enumerate(names):
+        lo, hi = limits.get(name, (0.0, 1.0))
+        value = scores[name]
+        frac = 0.0 if not np.isfinite(value) else (value - lo) / (hi - lo)
+        ax.barh(i, 1.0, color="#eeeeee", height=0.6)
+        ax.barh(i, frac, color="#1f77b4", height=0.6)
+        ax.text(1.02, i, f"{value:.3f}  (range {lo:g} to {hi:.3g})", va="center", fontsize=8)
+    ax.set_yticks(range(len(names)), names)
+    ax.set_xlim(0, 1.6)
+    ax.set_xticks([])
+    ax.invert_yaxis()
+    ax.spines[["top", "right", "bottom"]].set_visible(False)
+    if title:
+        ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def measures_figure(p, q, tokens: Sequence[str], *, names=("p", "q"), title: str | None = None):
+    """Two distributions side by side with their TVD, JSD and Kendall tau (Chapter 2)."""
+    from .metrics import jsd, kendall_tau, tvd
+
+    p = np.asarray(p, dtype=float)
+    q = np.asarray(q, dtype=float)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 2.9), gridspec_kw={"width_ratios": [1.4, 1]})
+    plot_distributions({names[0]: p, names[1]: q}, tokens, ax=left, title=title)
+    tau, pvalue = kendall_tau(p, q)
+    scores = {
+        f"TVD({names[0]},{names[1]})": tvd(p, q),
+        f"JSD({names[0]},{names[1]})": jsd(p, q),
+        "Kendall tau_b": tau,
+    }
+    limits = {
+        f"TVD({names[0]},{names[1]})": (0.0, 1.0),
+        f"JSD({names[0]},{names[1]})": (0.0, float(np.log(2))),
+        "Kendall tau_b": (-1.0, 1.0),
+    }
+    plot_scores(scores, limits=limits, ax=right, title=f"p-value of tau: {pvalue:.2f}" if np.isfinite(pvalue) else "tau undefined (constant)")
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,330 @@
+"""Training and evaluation with Jain & Wallace's recipe, and a model cache.
+
+Recipe (J&W 2019, Sec. 3 and their code): Adam with amsgrad, lr 1e-3, weight decay
+1e-5 on every parameter except the attention layer's; binary cross-entropy with
+``pos_weight = N / N_pos - 1``; batches of 32 sorted by length, batch order shuffled
+each epoch; 8 epochs; keep the epoch with the best dev ROC-AUC.
+
+:func:`train_model` caches the kept model under a key of the dataset's content, the
+model and training configuration, the seed, the device type and the attnlib version
+(see :mod:`attnlib.cache`), so a chapter run twice trains once.
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import time
+import warnings
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import torch
+from torch import nn
+
+from . import __version__, cache, get_device, seed_everything
+from ._checks import check_positive_int, check_positive_number
+from .data import Dataset, Split, glove_embeddings
+from .models import AttentionClassifier, ModelConfig
+
+__all__ = [
+    "TrainConfig",
+    "TrainedModel",
+    "train_model",
+    "fit",
+    "evaluate",
+    "predict_proba",
+    "predict",
+    "Predictions",
+    "classification_metrics",
+    "dataset_fingerprint",
+    "make_optimizer",
+]
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """J&W's optimisation settings."""
+
+    epochs: int = 8
+    batch_size: int = 32
+    lr: float = 1e-3
+    weight_decay: float = 1e-5
+    amsgrad: bool = True
+
+    def __post_init__(self):
+        check_positive_int(self.epochs, "epochs")
+        check_positive_int(self.batch_size, "batch_size")
+        check_positive_number(self.lr, "lr")
+        check_positive_number(self.weight_decay, "weight_decay", allow_zero=True)
+
+
+@dataclass
+class TrainedModel:
+    """A trained model with its provenance and scores."""
+
+    model: AttentionClassifier
+    dataset: str
+    config: ModelConfig
+    train_config: TrainConfig
+    seed: int
+    history: list = field(default_factory=list)  # one dict per epoch
+    best_epoch: int = 0
+    dev: dict = field(default_factory=dict)  # accuracy, f1, roc_auc, n
+    test: dict = field(default_factory=dict)
+    from_cache: bool = False
+    train_seconds: float = 0.0
+    key: str = ""
+
+    def summary(self) -> dict:
+        """One row for a results table."""
+        return {
+            "dataset": self.dataset,
+            "model": self.config.name,
+            "seed": self.seed,
+            "best epoch": self.best_epoch,
+            **{f"test {k}": v for k, v in self.test.items() if k != "n"},
+        }
+
+
+def dataset_fingerprint(dataset: Dataset) -> str:
+    """SHA-256 of a dataset's content: its name, vocabulary, token ids and labels."""
+    h = hashlib.sha256()
+    h.update(dataset.name.encode())
+    h.update("\x00".join(dataset.vocab.itos).encode())
+    for split in (dataset.train, dataset.dev, dataset.test):
+        h.update(np.asarray([len(x) for x in split.ids], dtype=np.int64).tobytes())
+        if len(split):
+            h.update(np.concatenate(split.ids).astype(np.int64).tobytes())
+        h.update(np.asarray(split.labels, dtype=np.int64).tobytes())
+    return h.hexdigest()
+
+
+def make_optimizer(model: nn.Module, train_config: TrainConfig) -> torch.optim.Optimizer:
+    """Adam (amsgrad) with weight decay on everything but the attention layer."""
+    attention_ids = {id(p) for p in getattr(model, "attention_parameters", lambda: [])()}
+    decayed = [p for p in model.parameters() if p.requires_grad and id(p) not in attention_ids]
+    plain = [p for p in model.parameters() if p.requires_grad and id(p) in attention_ids]
+    groups = [{"params": decayed, "weight_decay": train_config.weight_decay}]
+    if plain:
+        groups.append({"params": plain, "weight_decay": 0.0})
+    return torch.optim.Adam(groups, lr=train_config.lr, amsgrad=train_config.amsgrad)
+
+
+def classification_metrics(labels: np.ndarray, probs: np.ndarray) -> dict:
+    """Accuracy, F1 (positive class; macro over classes when more than 2) and ROC-AUC."""
+    from sklearn.metrics import accuracy_score, f1_score, roc_auc_score
+
+    labels = np.asarray(labels)
+    probs = np.asarray(probs)
+    pred = probs.argmax(-1)
+    binary = probs.shape[-1] == 2
+    out = {
+        "accuracy": float(accuracy_score(labels, pred)),
+        "f1": float(f1_score(labels, pred, average="binary" if binary else "macro", zero_division=0)),
+        "roc_auc": float("nan"),
+        "n": int(len(labels)),
+    }
+    if len(np.unique(labels)) > 1:
+        out["roc_auc"] = float(
+            roc_auc_score(labels, probs[:, 1]) if binary else roc_auc_score(labels, probs, multi_class="ovr")
+        )
+    return out
+
+
+@torch.no_grad()
+def predict_proba(model: AttentionClassifier, split: Split, *, batch_size: int = 256, device=None) -> np.ndarray:
+    """Output distributions (N, C) for every instance of ``split``, in the split's order."""
+    device = next(model.parameters()).device if device is None else torch.device(device)
+    was_training = model.training
+    model.eval()
+    out = np.zeros((len(split), model.config.n_classes), dtype=np.float64)
+    for batch in split.batches(batch_size):
+        probs = model(batch.to(device)).probs
+        out[batch.index.numpy()] = probs.double().cpu().numpy()
+    model.train(was_training)
+    return out
+
+
+@dataclass
+class Predictions:
+    """A model's outputs on every instance of a split, in the split's order."""
+
+    probs: np.ndarray  # (N, C)
+    attention: list  # N arrays, each over that instance's real tokens (no SOS/EOS)
+
+    @property
+    def predicted(self) -> np.ndarray:
+        return self.probs.argmax(-1)
+
+
+@torch.no_grad()
+def predict(model: AttentionClassifier, split: Split, *, batch_size: int = 256) -> Predictions:
+    """Output distributions and attention (over real tokens) for every instance of ``split``."""
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    probs = np.zeros((len(split), model.config.n_classes), dtype=np.float64)
+    attention: list = [None] * len(split)
+    for batch in split.batches(batch_size):
+        out = model(batch.to(device))
+        idx = batch.index.numpy()
+        probs[idx] = out.probs.double().cpu().numpy()
+        alpha = out.attention.cpu().numpy()
+        mask = out.encoded.mask.cpu().numpy()
+        for row, i in enumerate(idx):  # ragged per-instance arrays: one cheap slice each
+            attention[i] = alpha[row][mask[row]]
+    model.train(was_training)
+    return Predictions(probs=probs, attention=attention)
+
+
+def evaluate(model: AttentionClassifier, split: Split, *, batch_size: int = 256) -> dict:
+    """Accuracy, F1 and ROC-AUC of ``model`` on ``split``."""
+    return classification_metrics(split.labels, predict_proba(model, split, batch_size=batch_size))
+
+
+def _loss_function(model: AttentionClassifier, labels: np.ndarray, device) -> nn.Module:
+    if model.config.n_classes == 2:
+        n, n_pos = len(labels), int(np.sum(labels == 1))
+        pos_weight = torch.tensor([n / max(n_pos, 1) - 1.0], device=device)
+        bce = nn.BCEWithLogitsLoss(pos_weight=pos_weight)
+        return lambda logits, y: bce(logits.squeeze(-1), y.float())
+    ce = nn.CrossEntropyLoss()
+    return lambda logits, y: ce(logits, y)
+
+
+def fit(
+    model: AttentionClassifier,
+    dataset: Dataset,
+    *,
+    train_config: TrainConfig = TrainConfig(),
+    seed: int = 0,
+    progress: bool = True,
+    description: str = "",
+) -> tuple[dict, list, int]:
+    """Train ``model`` in place with J&W's recipe; restore the epoch with the best dev ROC-AUC.
+
+    Returns ``(best_state_dict, history, best_epoch)``.
+    """
+    from tqdm.auto import tqdm
+
+    device = next(model.parameters()).device
+    optimizer = make_optimizer(model, train_config)
+    loss_fn = _loss_function(model, dataset.train.labels, device)
+    n_batches = -(-len(dataset.train) // train_config.batch_size)
+    history: list[dict] = []
+    best_auc, best_state, best_epoch = -np.inf, None, 0
+    bar = tqdm(total=train_config.epochs * n_batches, desc=description or "training", disable=not progress, unit="batch")
+    for epoch in range(1, train_config.epochs + 1):
+        model.train()
+        total, count = 0.0, 0
+        for batch in dataset.train.batches(train_config.batch_size, shuffle=True, seed=seed * 1000 + epoch):
+            batch = batch.to(device)
+            optimizer.zero_grad()
+            loss = loss_fn(model(batch).logits, batch.labels)
+            loss.backward()
+            optimizer.step()
+            total += float(loss) * len(batch)
+            count += len(batch)
+            bar.update(1)
+        dev = evaluate(model, dataset.dev)
+        history.append(
+            {"epoch": epoch, "train_loss": total / max(count, 1), **{f"dev_{k}": v for k, v in dev.items() if k != "n"}}
+        )
+        auc = dev["roc_auc"] if not np.isnan(dev["roc_auc"]) else dev["accuracy"]
+        if auc > best_auc:
+            best_auc, best_epoch = auc, epoch
+            best_state = copy.deepcopy({k: v.detach().cpu() for k, v in model.state_dict().items()})
+        bar.set_postfix(epoch=epoch, dev_auc=f"{dev['roc_auc']:.3f}")
+    bar.close()
+    model.load_state_dict(best_state)
+    model.eval()
+    return best_state, history, best_epoch
+
+
+def train_model(
+    dataset: Dataset,
+    config: ModelConfig | None = None,
+    *,
+    encoder: str | None = None,
+    attention: str | None = None,
+    seed: int = 0,
+    train_config: TrainConfig | None = None,
+    epochs: int | None = None,
+    device=None,
+    use_cache: bool = True,
+    progress: bool = True,
+) -> TrainedModel:
+    """Train (or load from the cache) J&W's classifier on ``dataset``.
+
+    ``config`` or the shortcuts ``encoder=`` / ``attention=`` choose the model
+    (defaults: BiLSTM + tanh attention); ``epochs`` overrides ``train_config.epochs``.
+    Embeddings start from GloVe 6B 50d. Seeded: on a CPU the same call gives the same
+    model twice. Uses a GPU when present unless ``device`` says otherwise.
+    """
+    if not isinstance(dataset, Dataset):
+        raise ValueError(f"dataset must be an attnlib.data.Dataset (see attnlib.data.load_dataset), got {type(dataset).__name__}")
+    if config is None:
+        config = ModelConfig(encoder=encoder or "lstm", attention=attention or "tanh", n_classes=len(dataset.classes))
+    elif encoder is not None or attention is not None:
+        raise ValueError("give either config or encoder=/attention=, not both")
+    if config.n_classes != len(dataset.classes):
+        raise ValueError(f"config.n_classes is {config.n_classes} but {dataset.name} has {len(dataset.classes)} classes")
+    train_config = train_config or TrainConfig()
+    if epochs is not None:
+        train_config = TrainConfig(**{**asdict(train_config), "epochs": epochs})
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    device = get_device(device)
+
+    key = cache.cache_key(
+        kind="classifier",
+        dataset=dataset_fingerprint(dataset),
+        config=config.to_dict(),
+        train=asdict(train_config),
+        seed=seed,
+        device=device.type,
+        attnlib=__version__,
+    )
+    result = TrainedModel(
+        model=None, dataset=dataset.name, config=config, train_config=train_config, seed=seed, key=key
+    )
+    seed_everything(seed)
+    if use_cache:
+        entry = cache.load("models", key)
+        if entry is not None:
+            model = AttentionClassifier(len(dataset.vocab), config)
+            try:
+                model.load_state_dict(entry["state_dict"])
+                result.history, result.best_epoch = entry["history"], entry["best_epoch"]
+                result.dev, result.test = entry["dev"], entry["test"]
+                result.train_seconds = entry.get("train_seconds", 0.0)
+            except (KeyError, RuntimeError, TypeError) as err:
+                warnings.warn(f"cached model {key[:12]} does not fit ({err}); retraining", cache.CacheCorruptionWarning, stacklevel=2)
+            else:
+                result.model, result.from_cache = model.to(device).eval(), True
+                return result
+
+    embeddings, _ = glove_embeddings(dataset.vocab, seed=seed)
+    model = AttentionClassifier(len(dataset.vocab), config, embeddings=embeddings).to(device)
+    start = time.perf_counter()
+    best_state, history, best_epoch = fit(
+        model, dataset, train_config=train_config, seed=seed, progress=progress,
+        description=f"{config.name} on {dataset.name}",
+    )
+    result.train_seconds = time.perf_counter() - start
+    result.model, result.history, result.best_epoch = model, history, best_epoch
+    result.dev, result.test = evaluate(model, dataset.dev), evaluate(model, dataset.test)
+    if use_cache:
+        cache.save(
+            "models",
+            key,
+            {
+                "state_dict": best_state,
+                "history": history,
+                "best_epoch": best_epoch,
+                "dev": result.dev,
+                "test": result.test,
+                "train_seconds": result.train_seconds,
+            },
+        )
+    return result

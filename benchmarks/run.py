@@ -1,0 +1,150 @@
+"""Benchmarks: print the performance figures the book promises.
+
+    python benchmarks/run.py                   # everything
+    python benchmarks/run.py kendall           # one benchmark
+    python benchmarks/run.py chapters --chapters 01 02
+
+* ``kendall``  -- attnlib.metrics.kendall_tau batched vs a per-instance scipy.stats.kendalltau
+  loop on 10,000 instances of length 30 (target: >= 10x), as a ratio measured in this run.
+* ``chapters`` -- each chapter executed cold (an empty model cache, as in CI's first build)
+  with papermill in the ``book`` profile: wall time and the kernel's peak RSS (budget: <= 3 min
+  and <= 2 GB each, <= 15 min for the whole book).
+
+Ratios, not absolute times, are the targets: machines are noisy, so both sides of a ratio
+are measured in the same run, interleaved, and the median of several repeats is kept.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BUDGET_CHAPTER_S, BUDGET_BOOK_S, BUDGET_RSS_MB = 180, 15 * 60, 2048
+
+
+def _median_time(fn, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def bench_kendall(n: int = 10_000, length: int = 30, repeats: int = 3) -> dict:
+    import warnings
+
+    import numpy as np
+    import scipy.stats
+
+    from attnlib.metrics import kendall_tau
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(n, length))
+    y = x + rng.normal(size=(n, length))
+    kendall_tau(x[:10], y[:10])  # warm-up: torch thread pool, exact-p table
+
+    def loop():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return [scipy.stats.kendalltau(a, b) for a, b in zip(x, y)]
+
+    batched_s, loop_s = [], []
+    for _ in range(repeats):  # interleaved, so both sides see the same machine load
+        batched_s.append(_median_time(lambda: kendall_tau(x, y), 1))
+        loop_s.append(_median_time(loop, 1))
+    b, l_ = statistics.median(batched_s), statistics.median(loop_s)
+    tau, _ = kendall_tau(x, y)
+    ref = np.array([r.statistic for r in loop()])
+    print(f"kendall_tau on {n:,} x {length}: batched {b:.3f} s, scipy loop {l_:.3f} s, "
+          f"ratio {l_ / b:.1f}x (target >= 10x); max |diff| {np.max(np.abs(tau - ref)):.1e}")
+    return {"batched_s": b, "loop_s": l_, "ratio": l_ / b}
+
+
+def _peak_rss_of_tree(proc: subprocess.Popen, stop: threading.Event, out: dict) -> None:
+    """Poll the process tree every 0.2 s; keep the largest RSS of any one process (the kernel)."""
+    import psutil
+
+    peak_one, peak_tree = 0, 0
+    try:
+        root = psutil.Process(proc.pid)
+    except psutil.NoSuchProcess:
+        return
+    while not stop.is_set():
+        try:
+            procs = [root, *root.children(recursive=True)]
+            rss = []
+            for p in procs:
+                try:
+                    rss.append(p.memory_info().rss)
+                except psutil.Error:
+                    pass
+            if rss:
+                peak_one, peak_tree = max(peak_one, max(rss)), max(peak_tree, sum(rss))
+        except psutil.Error:
+            pass
+        stop.wait(0.2)
+    out["peak_one_mb"] = peak_one / 2**20
+    out["peak_tree_mb"] = peak_tree / 2**20
+
+
+def bench_chapters(chapters: list[str] | None = None, profile: str = "book") -> list[dict]:
+    notebooks = sorted((ROOT / "chapters").glob("[0-9]*.ipynb"))
+    if chapters:
+        notebooks = [nb for nb in notebooks if any(nb.name.startswith(c) for c in chapters)]
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "ATTNLIB_CACHE_DIR": str(Path(tmp) / "cache"), "ATTNLIB_PROFILE": profile}
+        for nb in notebooks:
+            cmd = [sys.executable, "-m", "papermill", "-k", "python3", "--cwd", str(nb.parent),
+                   "--no-progress-bar", str(nb), str(Path(tmp) / nb.name), "-p", "profile", profile]
+            stop, mem = threading.Event(), {}
+            start = time.perf_counter()
+            proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            watcher = threading.Thread(target=_peak_rss_of_tree, args=(proc, stop, mem), daemon=True)
+            watcher.start()
+            _, err = proc.communicate()
+            wall = time.perf_counter() - start
+            stop.set()
+            watcher.join()
+            row = {"chapter": nb.stem, "wall_s": wall, "ok": proc.returncode == 0, **mem}
+            results.append(row)
+            flag = "" if row["ok"] else "  FAILED: " + err.strip().splitlines()[-1] if err.strip() else "  FAILED"
+            print(f"{nb.stem:<32} {wall:7.1f} s   kernel peak RSS {mem.get('peak_one_mb', float('nan')):7.0f} MB   "
+                  f"(tree {mem.get('peak_tree_mb', float('nan')):.0f} MB){flag}")
+    total = sum(r["wall_s"] for r in results)
+    worst = max((r["wall_s"] for r in results), default=0.0)
+    rss = max((r.get("peak_one_mb", 0.0) for r in results), default=0.0)
+    print(f"{'whole book (cold cache)':<32} {total:7.1f} s   (budgets: {BUDGET_CHAPTER_S} s per chapter, "
+          f"{BUDGET_BOOK_S} s in all, {BUDGET_RSS_MB} MB)")
+    print(f"slowest chapter {worst:.1f} s, largest kernel RSS {rss:.0f} MB: "
+          f"{'within' if worst <= BUDGET_CHAPTER_S and rss <= BUDGET_RSS_MB and total <= BUDGET_BOOK_S else 'OVER'} budget")
+    return results
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("which", nargs="*", choices=["kendall", "chapters"], help="benchmarks to run (default: all)")
+    parser.add_argument("--chapters", nargs="*", help="chapter number prefixes, e.g. 01 02")
+    parser.add_argument("--profile", default="book")
+    args = parser.parse_args(argv)
+    which = args.which or ["kendall", "chapters"]
+    print(f"machine: {os.cpu_count()} CPU cores, Python {sys.version.split()[0]}")
+    if "kendall" in which:
+        bench_kendall()
+    if "chapters" in which:
+        results = bench_chapters(args.chapters, args.profile)
+        if not all(r["ok"] for r in results):
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

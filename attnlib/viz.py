@@ -186,7 +186,8 @@ def plot_metric_relation(x, y, *, xlabel: str, ylabel: str, line=None, line_labe
     if line is not None:
         xs = np.linspace(0, float(np.max(x)), 50)
         ax.plot(xs, line(xs), color="#d62728", lw=1.5, label=line_label)
-        ax.legend(frameon=False, fontsize=8)
+        if line_label:
+            ax.legend(frameon=False, fontsize=8)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if title:

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["measures_explorer", "temperature_explorer"]
+__all__ = ["measures_explorer", "temperature_explorer", "tempered", "sentence_explorer"]
 
 
 def _normalise(w) -> np.ndarray:
@@ -83,3 +83,48 @@ def tempered(p, temperature: float) -> np.ndarray:
     e = np.exp(logits - logits.max())
     out[pos] = e / e.sum()
     return out
+
+
+def sentence_explorer(models: dict, vocab, text: str = "a gorgeous , witty film with a dull ending"):
+    """Type a sentence, pick a model: see its prediction and attention heatmap (Chapter 1).
+
+    ``models`` maps a display name to an :class:`attnlib.models.AttentionClassifier`.
+    """
+    import ipywidgets as W
+    import matplotlib.pyplot as plt
+    import torch
+    from IPython.display import display
+
+    from .data import collate, tokenize
+    from .viz import attention_heatmap
+
+    if not models:
+        raise ValueError("models must map at least one name to a model")
+    box = W.Text(value=text, description="sentence", layout=W.Layout(width="90%"), continuous_update=False)
+    choice = W.Dropdown(options=list(models), description="model")
+    out = W.Output()
+
+    def redraw(*_):
+        with out:
+            out.clear_output(wait=True)
+            try:
+                tokens = tokenize(box.value)
+            except ValueError as err:
+                print(f"cannot read that sentence: {err}")
+                return
+            ids = vocab.encode(tokens)
+            batch = collate([ids], labels=[0], index=[0])
+            model = models[choice.value]
+            with torch.no_grad():
+                result = model(batch.to(next(model.parameters()).device))
+            alpha = result.attention[0][result.encoded.mask[0]].cpu().numpy()
+            p = float(result.probs[0, 1])
+            shown = [t if vocab.stoi.get(t) is not None else f"{t}(unk)" for t in tokens]
+            fig = attention_heatmap([shown], [alpha], titles=[f"{choice.value}: p(positive) = {p:.2f}"])
+            display(fig)
+            plt.close(fig)
+
+    box.observe(redraw, names="value")
+    choice.observe(redraw, names="value")
+    redraw()
+    return W.VBox([box, choice, out])

@@ -1,0 +1,127 @@
+"""attnlib.viz, attnlib.widgets and attnlib.exercises: figures draw, widgets build, checkers judge."""
+import json
+import re
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from attnlib import exercises, viz, widgets  # noqa: E402
+from attnlib.metrics import jsd  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+def test_attention_heatmap_draws_every_token_and_wraps():
+    words = ["the", "film", "is", "a", "gorgeous", "mess"] * 12
+    fig = viz.attention_heatmap([words, ["awful"]], [np.linspace(0, 1, len(words)), [1.0]], titles=["a", "b"])
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert texts.count("gorgeous") == 12 and "awful" in texts and "a" in texts
+    ys = {round(t.get_position()[1], 3) for t in fig.axes[0].texts if t.get_text() == "the"}
+    assert len(ys) > 1  # long sentence wrapped onto several lines
+
+
+@pytest.mark.parametrize(
+    "sentences, weights, message",
+    [([["a", "b"]], [[0.5]], "2 tokens but 1 weights"), ([["a"]], [[1.0], [1.0]], "1 sentences but 2")],
+)
+def test_attention_heatmap_validates(sentences, weights, message):
+    with pytest.raises(ValueError, match=message):
+        viz.attention_heatmap(sentences, weights)
+
+
+def test_measures_figure_reports_the_metrics():
+    fig = viz.measures_figure([0.1, 0.1, 0.5, 0.3], [0.0, 0.0, 0.3, 0.7], list("ATGC"))
+    labels = " ".join(t.get_text() for ax in fig.axes for t in ax.texts)
+    assert "0.400" in labels  # TVD
+    assert f"{jsd([0.1, 0.1, 0.5, 0.3], [0.0, 0.0, 0.3, 0.7]):.3f}" in labels
+    assert "0.600" in labels  # tau_b
+
+
+def test_training_history_and_relation_plots():
+    hist = {"m": [{"epoch": 1, "dev_roc_auc": 0.7}, {"epoch": 2, "dev_roc_auc": 0.8}]}
+    fig = viz.plot_training_history(hist, best={"m": 2})
+    assert len(fig.axes[0].lines) == 2
+    fig = viz.plot_metric_relation(np.random.rand(20), np.random.rand(20), xlabel="x", ylabel="y", line=lambda x: x)
+    assert fig.axes[0].get_xlabel() == "x"
+
+
+def test_widgets_build_and_tempered_keeps_order():
+    w = widgets.measures_explorer([0.2, 0.8], [0.5, 0.5], ["a", "b"])
+    assert len(w.children) == 2
+    w = widgets.temperature_explorer([0.1, 0.2, 0.7], ["a", "b", "c"])
+    assert w.children[0].value == 1.0
+    p = np.array([0.1, 0.0, 0.6, 0.3])
+    q = widgets.tempered(p, 0.5)
+    assert np.isclose(q.sum(), 1) and q[1] == 0 and np.argsort(q[[0, 2, 3]]).tolist() == np.argsort(p[[0, 2, 3]]).tolist()
+    with pytest.raises(ValueError):
+        widgets.tempered(p, 0)
+    with pytest.raises(ValueError):
+        widgets.measures_explorer([0.5, 0.5], [1.0], ["a", "b"])
+
+
+def _reference_tvd(p, q):
+    return 0.5 * np.abs(np.asarray(p) - np.asarray(q)).sum(-1)
+
+
+def test_checkers_accept_right_and_reject_wrong_answers(capsys):
+    assert exercises.check_tvd(_reference_tvd)
+    assert not exercises.check_tvd(lambda p, q: np.abs(np.asarray(p) - np.asarray(q)).sum(-1))  # forgot 1/2
+
+    def starter(p, q):
+        raise NotImplementedError
+
+    assert not exercises.check_jsd(starter)
+    assert "not implemented yet" in capsys.readouterr().out
+    assert not exercises.check_jsd(lambda p, q: np.log(2) * _reference_tvd(p, q))
+    assert exercises.check_jsd(lambda p, q: jsd(p, q))
+
+
+def test_tau_checker_catches_tau_a():
+    def tau_a(x, y):
+        x, y = np.asarray(x), np.asarray(y)
+        i, j = np.triu_indices(len(x), 1)
+        return float(np.sum(np.sign(x[i] - x[j]) * np.sign(y[i] - y[j])) / len(i))
+
+    assert not exercises.check_kendall_tau(tau_a)  # ignores ties: wrong on the tied cases
+
+
+def test_model_checkers():
+    def softmax_right(scores, mask):
+        s = scores.masked_fill(~mask, float("-inf"))
+        return torch.softmax(s, -1).masked_fill(~mask, 0.0)
+
+    def softmax_naive(scores, mask):  # overflows on large scores
+        e = torch.exp(scores) * mask
+        return e / e.sum(-1, keepdim=True)
+
+    assert exercises.check_masked_softmax(softmax_right)
+    assert not exercises.check_masked_softmax(softmax_naive)
+    assert exercises.check_context(lambda h, a: (a.unsqueeze(-1) * h).sum(1))
+    assert not exercises.check_context(lambda h, a: h.mean(1))
+
+
+def test_every_chapter_installs_from_the_configured_repository():
+    """The repository URL lives in _config.yml; each chapter's install cell must use the same one."""
+    config = (ROOT / "_config.yml").read_text()
+    url = re.search(r"^repository:\s*\n\s+url:\s*(\S+)", config, re.M).group(1)
+    chapters = sorted((ROOT / "chapters").glob("[0-9]*.ipynb"))
+    assert chapters
+    for path in chapters:
+        nb = json.loads(path.read_text())
+        code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+        first = "".join(code[0]["source"])
+        assert "%pip install" in first and f"git+{url}" in first, f"{path.name}: first cell must install from {url}"
+        tags = [c.get("metadata", {}).get("tags", []) for c in code]
+        assert any("parameters" in t for t in tags), f"{path.name}: no papermill 'parameters' cell"

@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PIP_INSTALL := $(BIN)/python -m pip install --disable-pip-version-check -q -c requirements/constraints.txt
 
-.PHONY: install book test unit nbval papermill check-pages bench clean
+.PHONY: install book vendor test unit nbval papermill check-pages bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -19,12 +19,68 @@ $(VENV)/.installed: pyproject.toml requirements/constraints.txt | $(BIN)/python
 install: $(VENV)/.installed
 
 # 1. Build the book: executes every chapter and builds the HTML in _build/html.
-book: install
-	$(BIN)/jupyter-book build . -W -n --keep-going
+#    The pages load MathJax, RequireJS and the ipywidgets HTML manager from
+#    book/_vendor (served as _static/), never from a CDN: `vendor` fills it.
+#    --all: without it Sphinx re-reads only changed pages, so a rebuild would
+#    neither re-execute a notebook whose attnlib code changed nor repeat an
+#    earlier warning (a second `make book` would pass -W), nor recopy assets.
+book: install vendor
+	$(BIN)/jupyter-book build . --all -W -n --keep-going
+
+# Browser assets: npm ci from the committed lock file (book/js), then copy only
+# the files the pages load into the git-ignored book/_vendor (html_static_path).
+# Stamp files keep both steps a no-op on a rebuild.
+NPM_DIR := book/js
+VENDOR := book/_vendor
+NM := $(NPM_DIR)/node_modules
+MATHJAX := $(NM)/mathjax/es5
+WIDGETS := $(NM)/@jupyter-widgets/html-manager/dist
+
+$(NM)/.installed: $(NPM_DIR)/package.json $(NPM_DIR)/package-lock.json
+	@command -v npm >/dev/null || { echo "make book: npm is missing (Node.js >= 18 with npm); on Debian: apt-get install nodejs npm" >&2; exit 1; }
+	cd $(NPM_DIR) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	touch $@
+
+$(VENDOR)/.vendored: $(NM)/.installed $(NPM_DIR)/widgets-setup.js Makefile
+	rm -rf $(VENDOR)
+	mkdir -p $(VENDOR)/mathjax/input $(VENDOR)/mathjax/output $(VENDOR)/requirejs $(VENDOR)/html-manager
+	cp $(MATHJAX)/tex-mml-chtml.js $(VENDOR)/mathjax/
+	cp -R $(MATHJAX)/input/tex $(MATHJAX)/input/mml $(VENDOR)/mathjax/input/
+	cp -R $(MATHJAX)/output/chtml $(VENDOR)/mathjax/output/
+	cp -R $(MATHJAX)/a11y $(MATHJAX)/ui $(MATHJAX)/sre $(MATHJAX)/adaptors $(VENDOR)/mathjax/
+	cp $(NM)/mathjax/LICENSE $(VENDOR)/mathjax/
+	cp $(NM)/requirejs/require.js $(VENDOR)/requirejs/
+	cp $(WIDGETS)/embed-amd.js $(WIDGETS)/*.woff2 $(WIDGETS)/*.woff $(WIDGETS)/*.ttf $(WIDGETS)/*.eot $(WIDGETS)/*.svg $(VENDOR)/html-manager/
+	cp $(NPM_DIR)/widgets-setup.js $(VENDOR)/html-manager/
+	touch $@
+
+vendor: $(VENDOR)/.vendored
 
 # 2. Run the tests: attnlib unit tests, then plain nbval over the chapters.
 test: install
 	$(BIN)/pytest tests chapters --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
+
+# 3. Check the built pages in headless Chromium (no network, math typeset,
+#    figures and widgets rendered); screenshots go to _build/screenshots.
+#    Needs only an existing build (make book) and Debian's chromium.
+check-pages:
+	@test -x /usr/bin/chromium || { echo "check-pages: /usr/bin/chromium is missing; install Debian's browser with: apt-get install chromium" >&2; exit 1; }
+	@test -f _build/html/index.html || { echo "check-pages: no _build/html/index.html; run 'make book' first" >&2; exit 1; }
+	$(BIN)/python tests/check_pages.py _build/html --screenshots _build/screenshots
+
+# Execute every chapter with papermill into _build/papermill (the outputs are not written
+# over the committed notebooks). PROFILE=paper runs the paper-sized experiments.
+PROFILE ?= $(or $(ATTNLIB_PROFILE),book)
+papermill: install
+	mkdir -p _build/papermill
+	set -e; for nb in chapters/[0-9]*.ipynb; do \
+	  echo "papermill $$nb (profile $(PROFILE))"; \
+	  $(BIN)/papermill -k python3 --cwd chapters --no-progress-bar $$nb _build/papermill/$$(basename $$nb) -p profile $(PROFILE); \
+	done
+
+# Benchmarks: chapter wall time and peak memory, and the batched-vs-loop ratios.
+bench: install
+	$(BIN)/python benchmarks/run.py
 
 clean:
 	rm -rf _build

@@ -23,6 +23,7 @@ _SUBMODULES = {
     "metrics",
     "models",
     "profiles",
+    "published",
     "train",
     "viz",
     "widgets",

@@ -223,7 +223,7 @@ def fit(
             loss = loss_fn(model(batch).logits, batch.labels)
             loss.backward()
             optimizer.step()
-            total += float(loss) * len(batch)
+            total += loss.detach().item() * len(batch)
             count += len(batch)
             bar.update(1)
         dev = evaluate(model, dataset.dev)

@@ -1,0 +1,114 @@
+"""attnlib.train: the recipe, determinism, the model cache and its failure modes."""
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+from attnlib import cache, data, train
+from attnlib.models import ModelConfig
+
+
+@pytest.fixture(scope="module")
+def small():
+    return data.load_dataset("synthetic", max_train=400, max_eval=120, seed=0)
+
+
+def test_learns_the_synthetic_task_and_reports_metrics(small):
+    result = train.train_model(small, encoder="average", attention="tanh", epochs=4, progress=False)
+    assert result.test["accuracy"] > 0.8, result.test  # marker words decide the label
+    assert set(result.test) == {"accuracy", "f1", "roc_auc", "n"} and result.test["n"] == len(small.test)
+    assert len(result.history) == 4 and 1 <= result.best_epoch <= 4
+    best = max(result.history, key=lambda h: h["dev_roc_auc"])
+    assert result.best_epoch == best["epoch"]
+    # the kept model is the best epoch's: its dev score is the one recorded for that epoch
+    assert train.evaluate(result.model, small.dev)["roc_auc"] == pytest.approx(best["dev_roc_auc"], abs=1e-9)
+
+
+def test_seeded_training_is_deterministic(small):
+    a = train.train_model(small, encoder="cnn", attention="dot", epochs=2, seed=3, use_cache=False, progress=False)
+    b = train.train_model(small, encoder="cnn", attention="dot", epochs=2, seed=3, use_cache=False, progress=False)
+    c = train.train_model(small, encoder="cnn", attention="dot", epochs=2, seed=4, use_cache=False, progress=False)
+    for k, v in a.model.state_dict().items():
+        assert torch.equal(v, b.model.state_dict()[k]), k
+    assert a.test == b.test
+    assert any(not torch.equal(v, c.model.state_dict()[k]) for k, v in a.model.state_dict().items())
+
+
+def test_cache_hit_returns_the_same_model(small):
+    first = train.train_model(small, encoder="lstm", epochs=1, progress=False)
+    assert not first.from_cache
+    second = train.train_model(small, encoder="lstm", epochs=1, progress=False)
+    assert second.from_cache and second.key == first.key
+    assert second.test == first.test and second.history == first.history
+    for k, v in first.model.state_dict().items():
+        assert torch.equal(v, second.model.state_dict()[k])
+    other = train.train_model(small, encoder="lstm", epochs=1, seed=1, progress=False)
+    assert other.key != first.key
+
+
+def test_corrupt_cache_warns_and_retrains(small):
+    first = train.train_model(small, encoder="average", epochs=1, progress=False)
+    path = cache.cache_dir() / "models" / f"{first.key}.pt"
+    path.write_bytes(path.read_bytes()[:100])  # truncated
+    with pytest.warns(cache.CacheCorruptionWarning):
+        again = train.train_model(small, encoder="average", epochs=1, progress=False)
+    assert not again.from_cache and again.test == first.test
+    assert train.train_model(small, encoder="average", epochs=1, progress=False).from_cache  # rebuilt
+
+
+def test_cached_state_that_does_not_fit_is_retrained(small):
+    first = train.train_model(small, encoder="average", epochs=1, progress=False)
+    entry = cache.load("models", first.key)
+    entry["state_dict"]["decoder.weight"] = torch.zeros(3, 3)  # wrong shape, valid file
+    cache.save("models", first.key, entry)
+    with pytest.warns(cache.CacheCorruptionWarning, match="does not fit"):
+        again = train.train_model(small, encoder="average", epochs=1, progress=False)
+    assert not again.from_cache
+
+
+def test_weight_decay_spares_attention():
+    from attnlib.models import AttentionClassifier
+
+    model = AttentionClassifier(30, ModelConfig(encoder="average", attention="tanh"))
+    opt = train.make_optimizer(model, train.TrainConfig())
+    decays = {id(p): g["weight_decay"] for g in opt.param_groups for p in g["params"]}
+    for p in model.attention_parameters():
+        assert decays[id(p)] == 0.0
+    assert decays[id(model.decoder.weight)] == 1e-5
+    assert opt.defaults["amsgrad"] is True
+
+
+def test_predict_returns_attention_over_real_tokens(small):
+    result = train.train_model(small, encoder="average", epochs=1, progress=False)
+    pred = train.predict(result.model, small.test)
+    assert pred.probs.shape == (len(small.test), 2)
+    assert [len(a) for a in pred.attention] == small.test.lengths().tolist()
+    assert all(abs(a.sum() - 1) < 1e-5 for a in pred.attention)
+    np.testing.assert_allclose(pred.probs, train.predict_proba(result.model, small.test))
+
+
+def test_classification_metrics():
+    m = train.classification_metrics(np.array([0, 1, 1, 0]), np.array([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]]))
+    assert m["accuracy"] == 0.5 and m["roc_auc"] == pytest.approx(0.75) and m["f1"] == pytest.approx(0.5)
+
+
+def test_bad_arguments(small):
+    with pytest.raises(ValueError, match="Dataset"):
+        train.train_model("rt-polarity")
+    with pytest.raises(ValueError, match="either config"):
+        train.train_model(small, ModelConfig(), encoder="cnn")
+    with pytest.raises(ValueError, match="epochs"):
+        train.train_model(small, epochs=0)
+    with pytest.raises(ValueError, match="seed"):
+        train.train_model(small, seed=-2)
+    with pytest.raises(ValueError, match="n_classes"):
+        train.train_model(small, ModelConfig(n_classes=3))
+    with pytest.raises(ValueError, match="lr"):
+        train.TrainConfig(lr=0)
+
+
+def test_no_warnings_from_a_normal_run(small):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        train.train_model(small, encoder="average", epochs=1, progress=False)

@@ -1,0 +1,59 @@
+"""Data layer: tokenisation, vocabularies, data sets, batching and GloVe embeddings.
+
+Preprocessing follows Jain & Wallace (2019), *Attention is not Explanation*:
+lower-case tokens, digit-containing tokens -> ``qqq``, a vocabulary from the
+training split only (per-data-set minimum document frequency), ids PAD=0,
+UNK=1, SOS=2, EOS=3, every instance wrapped ``<SOS> tokens <EOS>``, per-data-set
+length filters, and length-bucketed batches.
+
+Data sets (`available_datasets`): offline ``rt-polarity`` (Rotten Tomatoes
+sentences -- an SST stand-in, not SST), ``imdb`` and ``synthetic`` (a marker-word
+task with known rationales); online ``sst2``, ``agnews`` and ``20news`` (Hugging
+Face ``datasets``; need a network or local ``data_files``).
+
+>>> from attnlib.data import load_dataset, glove_embeddings
+>>> ds = load_dataset("rt-polarity")                      # doctest: +SKIP
+>>> emb, coverage = glove_embeddings(ds.vocab)            # doctest: +SKIP
+>>> for batch in ds.train.batches(32, shuffle=True, seed=epoch): ...  # doctest: +SKIP
+"""
+from .batching import Batch, collate
+from .embeddings import GLOVE_DIM, glove_embeddings
+from .online import OFFLINE_ALTERNATIVES, DatasetUnavailableError
+from .sources import available_datasets, load_dataset
+from .splits import Dataset, Split
+from .synthetic import (
+    DISTRACTORS,
+    MARKER_POLARITY,
+    NEGATIVE_MARKERS,
+    POSITIVE_MARKERS,
+    SyntheticData,
+    make_synthetic,
+)
+from .text import DIGIT_TOKEN, EOS, PAD, SOS, SPECIALS, UNK, Vocabulary, tokenize
+
+__all__ = [
+    "PAD",
+    "UNK",
+    "SOS",
+    "EOS",
+    "SPECIALS",
+    "DIGIT_TOKEN",
+    "tokenize",
+    "Vocabulary",
+    "Split",
+    "Batch",
+    "Dataset",
+    "load_dataset",
+    "available_datasets",
+    "glove_embeddings",
+    "GLOVE_DIM",
+    "collate",
+    "DatasetUnavailableError",
+    "OFFLINE_ALTERNATIVES",
+    "make_synthetic",
+    "SyntheticData",
+    "POSITIVE_MARKERS",
+    "NEGATIVE_MARKERS",
+    "MARKER_POLARITY",
+    "DISTRACTORS",
+]

@@ -1,0 +1,187 @@
+"""`Split` (one of train/dev/test) and `Dataset` (three splits + vocabulary)."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .batching import Batch, collate
+from .text import Vocabulary, _check_int
+
+__all__ = ["Split", "Dataset"]
+
+
+@dataclass(repr=False, eq=False)
+class Split:
+    """One split of a data set, instance-aligned lists.
+
+    texts:      the raw texts.
+    tokens:     token lists, *without* SOS/EOS.
+    ids:        int64 arrays, *with* SOS/EOS (``len(ids[i]) == len(tokens[i]) + 2``).
+    labels:     int64 array.
+    rationales: bool arrays aligned to ``tokens`` (ground-truth important tokens), or
+                None when the data set has none (only ``synthetic`` has them).
+    """
+
+    name: str
+    texts: list[str]
+    tokens: list[list[str]]
+    ids: list[np.ndarray]
+    labels: np.ndarray
+    rationales: list[np.ndarray] | None = None
+
+    def __post_init__(self) -> None:
+        self.labels = np.asarray(self.labels, dtype=np.int64).reshape(-1)
+        n = len(self.labels)
+        for what in ("texts", "tokens", "ids"):
+            if len(getattr(self, what)) != n:
+                raise ValueError(f"Split {self.name!r}: {len(getattr(self, what))} {what} but {n} labels")
+        if self.rationales is not None and len(self.rationales) != n:
+            raise ValueError(f"Split {self.name!r}: {len(self.rationales)} rationales but {n} labels")
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def __repr__(self) -> str:
+        rat = ", with rationales" if self.rationales is not None else ""
+        return f"Split({self.name!r}, n={len(self)}{rat})"
+
+    def lengths(self) -> np.ndarray:
+        """Token counts per instance, without SOS/EOS."""
+        return np.fromiter(map(len, self.tokens), dtype=np.int64, count=len(self.tokens))
+
+    def _rows(self, indices) -> np.ndarray:
+        if isinstance(indices, slice):
+            return np.arange(len(self))[indices]
+        idx = np.asarray(indices)
+        if idx.dtype == bool:
+            if idx.shape != (len(self),):
+                raise ValueError(f"a boolean mask must have shape ({len(self)},), got {idx.shape}")
+            return np.flatnonzero(idx)
+        if idx.size == 0:
+            return np.empty(0, dtype=np.int64)
+        if not np.issubdtype(idx.dtype, np.integer):
+            raise ValueError(f"indices must be integers or a boolean mask, got dtype {idx.dtype}")
+        idx = idx.astype(np.int64).reshape(-1)
+        if idx.min() < -len(self) or idx.max() >= len(self):
+            raise ValueError(f"index out of range for split {self.name!r} of size {len(self)}")
+        return np.where(idx < 0, idx + len(self), idx)
+
+    def subset(self, indices) -> "Split":
+        """A new Split with the given rows (ints, a boolean mask or a slice), in that order."""
+        idx = self._rows(indices).tolist()
+        return Split(
+            name=self.name,
+            texts=[self.texts[i] for i in idx],
+            tokens=[self.tokens[i] for i in idx],
+            ids=[self.ids[i] for i in idx],
+            labels=self.labels[idx],
+            rationales=None if self.rationales is None else [self.rationales[i] for i in idx],
+        )
+
+    def batch(self, indices) -> Batch:
+        """One padded `Batch` of the given rows; ``batch.index`` holds the row numbers."""
+        idx = self._rows(indices)
+        if len(idx) == 0:
+            raise ValueError("batch() needs at least one row")
+        rows = idx.tolist()
+        return collate(
+            [self.ids[i] for i in rows],
+            self.labels[idx],
+            idx,
+            None if self.rationales is None else [self.rationales[i] for i in rows],
+        )
+
+    def batch_indices(self, batch_size: int = 32, *, shuffle: bool = False, seed: int = 0) -> list[np.ndarray]:
+        """The row indices of each batch `batches` would yield, in the same order."""
+        _check_int("batch_size", batch_size, 1)
+        _check_int("seed", seed, 0)
+        order = np.argsort(self.lengths(), kind="stable")
+        chunks = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+        if shuffle:
+            perm = np.random.default_rng(seed).permutation(len(chunks))
+            chunks = [chunks[i] for i in perm]
+        return chunks
+
+    def batches(self, batch_size: int = 32, *, shuffle: bool = False, seed: int = 0) -> Iterator[Batch]:
+        """Length-bucketed batches, as Jain & Wallace do it.
+
+        Rows are sorted by length (stable, so ties keep split order) and cut into
+        contiguous chunks of ``batch_size`` (the last may be smaller), so little
+        padding is needed. ``shuffle=True`` shuffles the *order of the batches*
+        with ``numpy.random.default_rng(seed)`` -- pass e.g. the epoch number as
+        seed. Deterministic: the same arguments always give the same batches.
+        """
+        for chunk in self.batch_indices(batch_size, shuffle=shuffle, seed=seed):
+            yield self.batch(chunk)
+
+    def n_batches(self, batch_size: int = 32) -> int:
+        _check_int("batch_size", batch_size, 1)
+        return -(-len(self) // batch_size)
+
+
+@dataclass(repr=False, eq=False)
+class Dataset:
+    """A binary text-classification data set, ready for the book's models.
+
+    ``vocab`` is built from ``train`` only. ``classes[k]`` names label ``k``.
+    ``substitute_note`` says honestly what this data set stands in for (if
+    anything) and why. ``stats`` records what preprocessing dropped and
+    ``config`` the arguments it was loaded with.
+    """
+
+    name: str
+    description: str
+    vocab: Vocabulary
+    train: Split
+    dev: Split
+    test: Split
+    classes: tuple[str, ...] = ("negative", "positive")
+    substitute_note: str = ""
+    stats: dict = field(default_factory=dict)
+    config: dict = field(default_factory=dict)
+
+    @property
+    def splits(self) -> dict[str, Split]:
+        return {"train": self.train, "dev": self.dev, "test": self.test}
+
+    def __getitem__(self, split: str) -> Split:
+        try:
+            return self.splits[split]
+        except KeyError:
+            raise KeyError(f"no split {split!r}; use 'train', 'dev' or 'test'") from None
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.classes)
+
+    @property
+    def has_rationales(self) -> bool:
+        return self.train.rationales is not None
+
+    def summary(self) -> pd.DataFrame:
+        """One row per split: n, fraction positive (label 1), mean and max length.
+
+        Lengths count tokens without SOS/EOS.
+        """
+        rows = {}
+        for name, split in self.splits.items():
+            lens = split.lengths()
+            n = len(split)
+            rows[name] = {
+                "n": n,
+                "frac_positive": float(np.mean(split.labels == 1)) if n else float("nan"),
+                "mean_len": float(lens.mean()) if n else float("nan"),
+                "max_len": int(lens.max()) if n else 0,
+            }
+        df = pd.DataFrame.from_dict(rows, orient="index")
+        df.index.name = "split"
+        return df
+
+    def __repr__(self) -> str:
+        return (
+            f"Dataset({self.name!r}: train={len(self.train)}, dev={len(self.dev)}, test={len(self.test)}, "
+            f"vocab={len(self.vocab)}, classes={self.classes})"
+        )

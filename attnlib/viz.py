@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 
@@ -114,7 +115,8 @@ def attention_heatmap(
             if mark:
                 ax.plot([x, x + tw], [y + 0.55 * fontsize] * 2, color="#1f77b4", lw=1.6)
     cax = fig.add_axes([1 - 0.7 / width, 0.15, 0.12 / width, 0.7])
-    sm = plt.cm.ScalarMappable(cmap=cmap, norm=plt.Normalize(0, vmax / 0.9))
+    shown = matplotlib.colors.ListedColormap(cmap(np.linspace(0.0, 0.9, 256)))  # the range used above
+    sm = plt.cm.ScalarMappable(cmap=shown, norm=plt.Normalize(0, vmax))
     fig.colorbar(sm, cax=cax)
     cax.tick_params(labelsize=7)
     return fig

@@ -2,8 +2,9 @@
 
 Each ``check_*`` function takes the student's function, runs it on seeded cases
 (including the edge cases the chapter warns about), compares it with attnlib's
-reference implementation, and prints a verdict. It returns True when every case
-passes; it never raises for a wrong answer, so a notebook keeps running.
+reference implementation, and returns a :class:`CheckResult`: truthy when every case
+passes, and shown as a one-line verdict when it is a cell's last expression. It never
+raises for a wrong answer, so a notebook keeps running.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import numpy as np
 import torch
 
 __all__ = [
+    "CheckResult",
     "check_tvd",
     "check_jsd",
     "check_kendall_tau",
@@ -21,30 +23,42 @@ __all__ = [
 ]
 
 
-def _report(name: str, fn: Callable, cases: list, reference: Callable, *, atol: float = 1e-6, to_numpy=np.asarray) -> bool:
+class CheckResult:
+    """The verdict of a checker: ``bool(result)`` says whether it passed; ``repr`` explains."""
+
+    def __init__(self, passed: bool, message: str):
+        self.passed, self.message = passed, message
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+    def __repr__(self) -> str:
+        return self.message
+
+    def _repr_pretty_(self, printer, cycle) -> None:  # IPython
+        printer.text(self.message)
+
+
+def _report(name: str, fn: Callable, cases: list, reference: Callable, *, atol: float = 1e-6, to_numpy=np.asarray) -> CheckResult:
     for i, args in enumerate(cases):
         expected = to_numpy(reference(*args))
         try:
             got = fn(*args)
         except NotImplementedError:
-            print(f"{name}: not implemented yet (the starter still raises NotImplementedError).")
-            return False
+            return CheckResult(False, f"{name}: not implemented yet (the starter still raises NotImplementedError).")
         except Exception as err:  # noqa: BLE001 - report any student error readably
-            print(f"{name}: case {i + 1} raised {type(err).__name__}: {err}")
-            return False
+            return CheckResult(False, f"{name}: case {i + 1} raised {type(err).__name__}: {err}")
         got = to_numpy(got.detach() if isinstance(got, torch.Tensor) else got)
         if np.shape(got) != np.shape(expected):
-            print(f"{name}: case {i + 1} returned shape {np.shape(got)}, expected {np.shape(expected)}.")
-            return False
+            return CheckResult(False, f"{name}: case {i + 1} returned shape {np.shape(got)}, expected {np.shape(expected)}.")
         if not np.allclose(got, expected, atol=atol, equal_nan=True):
             where = np.argmax(np.abs(np.nan_to_num(np.asarray(got, float) - np.asarray(expected, float))).ravel())
-            print(
+            return CheckResult(
+                False,
                 f"{name}: case {i + 1} is off: got {np.asarray(got).ravel()[where]:.6g}, "
-                f"expected {np.asarray(expected).ravel()[where]:.6g}."
+                f"expected {np.asarray(expected).ravel()[where]:.6g}.",
             )
-            return False
-    print(f"{name}: correct on all {len(cases)} cases.")
-    return True
+    return CheckResult(True, f"{name}: correct on all {len(cases)} cases.")
 
 
 def _distribution_pairs(seed: int, zeros: bool = True) -> list:
@@ -63,21 +77,21 @@ def _distribution_pairs(seed: int, zeros: bool = True) -> list:
     return cases
 
 
-def check_tvd(fn: Callable) -> bool:
+def check_tvd(fn: Callable) -> CheckResult:
     """Exercise: TVD over the last axis, batched (Chapter 2)."""
     from .metrics import tvd
 
     return _report("tvd", fn, _distribution_pairs(0), tvd)
 
 
-def check_jsd(fn: Callable) -> bool:
+def check_jsd(fn: Callable) -> CheckResult:
     """Exercise: JSD with natural logs, zeros allowed, batched (Chapter 2)."""
     from .metrics import jsd
 
     return _report("jsd", fn, _distribution_pairs(1), jsd)
 
 
-def check_kendall_tau(fn: Callable) -> bool:
+def check_kendall_tau(fn: Callable) -> CheckResult:
     """Exercise: Kendall tau-b of two 1-D arrays, ties included (Chapter 2)."""
     from .metrics import kendall_tau
 
@@ -92,7 +106,7 @@ def check_kendall_tau(fn: Callable) -> bool:
     return _report("kendall_tau", fn, cases, lambda x, y: kendall_tau(x, y)[0])
 
 
-def check_masked_softmax(fn: Callable) -> bool:
+def check_masked_softmax(fn: Callable) -> CheckResult:
     """Exercise: softmax over the real tokens only; exactly 0 on masked ones (Chapter 1)."""
     from .models import masked_softmax
 
@@ -107,7 +121,7 @@ def check_masked_softmax(fn: Callable) -> bool:
     return _report("masked_softmax", fn, cases, masked_softmax, to_numpy=lambda t: np.asarray(t.detach() if isinstance(t, torch.Tensor) else t))
 
 
-def check_context(fn: Callable) -> bool:
+def check_context(fn: Callable) -> CheckResult:
     """Exercise: the context vector c = sum_t alpha_t h_t for a batch (Chapter 1)."""
     g = torch.Generator().manual_seed(4)
     cases = []

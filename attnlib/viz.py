@@ -19,6 +19,8 @@ __all__ = [
     "plot_training_history",
     "plot_metric_relation",
     "plot_scores",
+    "plot_jsd_vs_tvd",
+    "measures_figure",
 ]
 
 ATTENTION_CMAP = "Oranges"
@@ -50,10 +52,10 @@ def attention_heatmap(
     weights: Sequence[Sequence[float]],
     *,
     titles: Sequence[str] | None = None,
-    width: float = 9.0,
+    width: float = 7.5,
     vmax: float | None = None,
     highlight: Sequence[Sequence[bool]] | None = None,
-    fontsize: float = 10,
+    fontsize: float = 11,
 ):
     """Draw sentences with each token's background shaded by its weight (J&W 2019, Fig. 1).
 
@@ -246,4 +248,17 @@ def measures_figure(p, q, tokens: Sequence[str], *, names=("p", "q"), title: str
     }
     plot_scores(scores, limits=limits, ax=right, title=f"p-value of tau: {pvalue:.2f}" if np.isfinite(pvalue) else "tau undefined (constant)")
     fig.tight_layout()
+    return fig
+
+
+def plot_jsd_vs_tvd(d_tvd, d_jsd, *, threshold: float | None = 0.49, title: str | None = None):
+    """JSD against TVD for many pairs, with the bounds TVD^2/2 <= JSD <= ln2 * TVD (Chapter 2)."""
+    fig = plot_metric_relation(d_tvd, d_jsd, xlabel="TVD(p, q)", ylabel="JSD(p, q)", title=title)
+    ax = fig.axes[0]
+    xs = np.linspace(0, 1, 100)
+    ax.plot(xs, np.log(2) * xs, color="#d62728", lw=1.5, label="ln 2 · TVD (upper bound)")
+    ax.plot(xs, xs**2 / 2, color="grey", lw=1.2, ls="--", label="TVD² / 2 (lower bound)")
+    if threshold is not None:
+        ax.axhline(threshold, color="black", lw=0.8, ls=":", label=f"JSD = {threshold} (J&W's 'very different')")
+    ax.legend(frameon=False, fontsize=7, loc="upper left")
     return fig

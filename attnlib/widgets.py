@@ -57,7 +57,7 @@ def temperature_explorer(p: Sequence[float], tokens: Sequence[str], temperature:
     from .viz import measures_figure
 
     p = _normalise(p)
-    slider = W.FloatLogSlider(value=temperature, base=10, min=-1, max=1, step=0.05, description="temperature", continuous_update=False)
+    slider = W.FloatLogSlider(value=temperature, base=10, min=-1, max=1, step=0.05, description="temperature", style={"description_width": "initial"}, continuous_update=False)
     out = W.Output()
 
     def redraw(*_):

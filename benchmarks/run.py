@@ -6,6 +6,8 @@
 
 * ``kendall``  -- attnlib.metrics.kendall_tau batched vs a per-instance scipy.stats.kendalltau
   loop on 10,000 instances of length 30 (target: >= 10x), as a ratio measured in this run.
+* every ``BENCHMARKS`` entry of a ``benchmarks/bench_*.py`` module (batched-vs-loop ratios of
+  the experiments: leave-one-out, permutation, adversarial search, ...).
 * ``chapters`` -- each chapter executed cold (an empty model cache, as in CI's first build)
   with papermill in the ``book`` profile: wall time and the kernel's peak RSS (budget: <= 3 min
   and <= 2 GB each, <= 15 min for the whole book).
@@ -129,20 +131,36 @@ def bench_chapters(chapters: list[str] | None = None, profile: str = "book") -> 
     return results
 
 
+def _registry() -> dict:
+    """kendall and chapters, plus every BENCHMARKS dict of a benchmarks/bench_*.py module."""
+    import importlib.util
+
+    found = {"kendall": bench_kendall}
+    for path in sorted(Path(__file__).parent.glob("bench_*.py")):
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        found.update(getattr(module, "BENCHMARKS", {}))
+    found["chapters"] = None  # last: the slowest
+    return found
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("which", nargs="*", help="benchmarks to run: kendall, chapters (default: all)")
+    parser.add_argument("which", nargs="*", help="benchmarks to run by name (default: all; see the module docstring)")
     parser.add_argument("--chapters", nargs="*", help="chapter number prefixes, e.g. 01 02")
     parser.add_argument("--profile", default="book")
     args = parser.parse_args(argv)
-    known = ["kendall", "chapters"]
+    registry = _registry()
+    known = list(registry)
     which = args.which or known
     unknown = sorted(set(which) - set(known))
     if unknown:
         parser.error(f"unknown benchmark(s) {', '.join(unknown)}; choose from {', '.join(known)}")
     print(f"machine: {os.cpu_count()} CPU cores, Python {sys.version.split()[0]}")
-    if "kendall" in which:
-        bench_kendall()
+    for name in known:
+        if name in which and registry[name] is not None:
+            registry[name]()
     if "chapters" in which:
         results = bench_chapters(args.chapters, args.profile)
         if not all(r["ok"] for r in results):

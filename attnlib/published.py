@@ -54,3 +54,42 @@ def lookup(table: dict, dataset: str):
     if key is None or key not in table:
         raise ValueError(f"no published figure for dataset {dataset!r}; known: {', '.join(sorted(PAPER_DATASET))}")
     return table[key]
+
+
+#: Jain & Wallace 2019, Table 2 as printed: Kendall tau between attention and gradient (tau_g) /
+#: leave-one-out (tau_loo), mean (sd) and the fraction of instances with p <= 0.05, per PREDICTED
+#: class (0, 1). BiLSTM + tanh unless the key says "average". Recalled from the paper (verify).
+TAU_TABLE2 = {
+    ("sst", "lstm", "tau_g"): {0: (0.40, 0.21, 0.59), 1: (0.38, 0.19, 0.58)},
+    ("sst", "average", "tau_g"): {0: (0.69, None, 0.93), 1: (0.69, None, 0.94)},
+    ("sst", "lstm", "tau_loo"): {0: (0.34, None, 0.47), 1: (0.33, None, 0.47)},
+    ("imdb", "lstm", "tau_g"): {0: (0.37, 0.07, 1.0), 1: (0.37, 0.08, 0.99)},
+    ("imdb", "average", "tau_g"): {0: (0.65, None, None), 1: (0.66, None, None)},
+    ("imdb", "lstm", "tau_loo"): {0: (0.30, None, None), 1: (0.31, None, None)},
+}
+TAU_TABLE2_SOURCE = Published(float("nan"), "Jain & Wallace 2019, Table 2 (printed)", verify=True)
+
+#: The same statistics from the authors' committed outputs (mean tau per predicted class 0 / 1).
+TAU_AUTHORS_OUTPUTS = {
+    ("sst", "lstm", "tau_g"): {0: 0.34, 1: 0.36},
+    ("sst", "lstm", "tau_loo"): {0: 0.27, 1: 0.32},
+    ("sst", "average", "tau_g"): {0: 0.61, 1: 0.60},
+    ("sst", "average", "tau_loo"): {0: 0.61, 1: 0.64},
+    ("imdb", "lstm", "tau_g"): {0: 0.44, 1: 0.43},
+    ("imdb", "lstm", "tau_loo"): {0: 0.34, 1: 0.34},
+    ("imdb", "average", "tau_g"): {0: 0.67, 1: 0.68},
+    ("imdb", "average", "tau_loo"): {0: 0.54, 1: 0.62},
+}
+TAU_AUTHORS_OUTPUTS_SOURCE = Published(float("nan"), "Jain & Wallace 2019, the authors' committed outputs")
+
+#: Fraction of instances whose eps-max JSD >= 0.49 (J&W Sec. 4.2.2), BiLSTM + tanh, class 0 / 1.
+ADVERSARY_FRACTION = {
+    "sst": {0: Published(0.50, "Jain & Wallace 2019, Sec. 4.2.2"), 1: Published(0.54, "Jain & Wallace 2019, Sec. 4.2.2")},
+    "imdb": {0: Published(0.97, "Jain & Wallace 2019, Sec. 4.2.2"), 1: Published(0.93, "Jain & Wallace 2019, Sec. 4.2.2")},
+    "agnews": {0: Published(0.92, "Jain & Wallace 2019, Sec. 4.2.2"), 1: Published(0.96, "Jain & Wallace 2019, Sec. 4.2.2")},
+    "20news": {0: Published(0.88, "Jain & Wallace 2019, Sec. 4.2.2"), 1: Published(0.33, "Jain & Wallace 2019, Sec. 4.2.2")},
+}
+
+#: J&W's reading of the permutation experiment on SST (Fig. 6): the median over instances of the
+#: per-instance median output change stays small, about 0.03-0.11 across the max-attention bins.
+PERMUTATION_SST_RANGE = (0.03, 0.11)

@@ -21,6 +21,8 @@ __all__ = [
     "plot_scores",
     "plot_jsd_vs_tvd",
     "measures_figure",
+    "plot_violins_by_bin",
+    "plot_tau_distributions",
 ]
 
 ATTENTION_CMAP = "Oranges"
@@ -261,4 +263,88 @@ def plot_jsd_vs_tvd(d_tvd, d_jsd, *, threshold: float | None = 0.49, title: str 
     if threshold is not None:
         ax.axhline(threshold, color="black", lw=0.8, ls=":", label=f"JSD = {threshold} (J&W's 'very different')")
     ax.legend(frameon=False, fontsize=7, loc="upper left")
+    return fig
+
+
+def plot_violins_by_bin(
+    frame,
+    *,
+    value: str,
+    bin_column: str = "bin",
+    group: str | None = "predicted",
+    ylabel: str = "",
+    title: str | None = None,
+    ax=None,
+    ylim: tuple[float, float] | None = None,
+    reference: float | None = None,
+    reference_label: str | None = None,
+):
+    """Violins of ``value`` per bin (e.g. max attention), side by side per ``group`` (J&W Figs. 6 and 8).
+
+    ``frame`` is long-format: one row per instance with columns ``value``, ``bin_column`` and,
+    optionally, ``group``. Empty bins are drawn as a gap with "n = 0".
+    """
+    import pandas as pd
+
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(6.4, 3.4))
+    else:
+        fig = ax.figure
+    bins = list(frame[bin_column].cat.categories) if isinstance(frame[bin_column].dtype, pd.CategoricalDtype) else sorted(frame[bin_column].unique())
+    groups = sorted(frame[group].unique()) if group else [None]
+    palette = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"]
+    width = 0.8 / len(groups)
+    for g_i, g in enumerate(groups):
+        sub = frame if g is None else frame[frame[group] == g]
+        for b_i, b in enumerate(bins):
+            values = sub.loc[sub[bin_column] == b, value].to_numpy(dtype=float)
+            x = b_i + (g_i - (len(groups) - 1) / 2) * width
+            if len(values) >= 2 and np.ptp(values) > 0:
+                parts = ax.violinplot(values, positions=[x], widths=width * 0.95, showmedians=True, showextrema=False)
+                for body in parts["bodies"]:
+                    body.set_facecolor(palette[g_i % len(palette)])
+                    body.set_alpha(0.55)
+                parts["cmedians"].set_color("black")
+            elif len(values):
+                ax.plot([x] * len(values), values, "_", color=palette[g_i % len(palette)], ms=12)
+            ax.text(x, 1.0, f"n={len(values)}", transform=ax.get_xaxis_transform(), ha="center", va="bottom", fontsize=6)
+    if group:
+        for g_i, g in enumerate(groups):
+            ax.plot([], [], "s", color=palette[g_i % len(palette)], alpha=0.55, label=f"{group} {g}")
+    if reference is not None:
+        ax.axhline(reference, color="black", lw=0.8, ls=":", label=reference_label)
+    if group or reference_label:
+        ax.legend(frameon=False, fontsize=7, loc="upper left")
+    ax.set_xticks(range(len(bins)), [str(b) for b in bins])
+    ax.set_xlabel(bin_column)
+    ax.set_ylabel(ylabel or value)
+    if ylim:
+        ax.set_ylim(*ylim)
+    if title:
+        ax.set_title(title, fontsize=10, pad=14)
+    ax.spines[["top", "right"]].set_visible(False)
+    fig.tight_layout()
+    return fig
+
+
+def plot_tau_distributions(taus: dict, *, title: str | None = None, ax=None, bins: int = 30):
+    """Overlaid histograms of per-instance Kendall tau for several comparisons (J&W Figs. 3-4)."""
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(6.4, 3.2))
+    else:
+        fig = ax.figure
+    edges = np.linspace(-1, 1, bins + 1)
+    for name, values in taus.items():
+        v = np.asarray(values, dtype=float)
+        v = v[np.isfinite(v)]
+        ax.hist(v, bins=edges, histtype="stepfilled", alpha=0.35, label=f"{name} (mean {v.mean():.2f})" if len(v) else name)
+        ax.hist(v, bins=edges, histtype="step", lw=1.2, color=ax.patches[-1].get_facecolor()[:3] if ax.patches else None)
+    ax.axvline(0, color="black", lw=0.6)
+    ax.set_xlabel("Kendall tau per instance")
+    ax.set_ylabel("instances")
+    ax.legend(frameon=False, fontsize=8)
+    if title:
+        ax.set_title(title, fontsize=10)
+    ax.spines[["top", "right"]].set_visible(False)
+    fig.tight_layout()
     return fig

@@ -126,3 +126,25 @@ def test_every_chapter_installs_from_the_configured_repository():
         assert "%pip install" in first and f"git+{url}" in first, f"{path.name}: first cell must install from {url}"
         tags = [c.get("metadata", {}).get("tags", []) for c in code]
         assert any("parameters" in t for t in tags), f"{path.name}: no papermill 'parameters' cell"
+
+
+def test_violins_by_bin_handles_groups_and_empty_bins():
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    ma = rng.uniform(0, 0.7, 200)  # nothing in the top bin
+    frame = pd.DataFrame({
+        "tvd": rng.exponential(0.05, 200),
+        "bin": pd.cut(ma, [0, 0.25, 0.5, 0.75, 1.0], right=False),
+        "predicted": rng.integers(0, 2, 200),
+    })
+    fig = viz.plot_violins_by_bin(frame, value="tvd", reference=0.1, reference_label="ref")
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == [str(c) for c in frame["bin"].cat.categories]
+    assert "n=0" in [t.get_text() for t in ax.texts]
+
+
+def test_tau_distributions_legend_reports_means():
+    fig = viz.plot_tau_distributions({"a": [0.1, 0.3, np.nan], "b": [0.5, 0.7]})
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert labels == ["a (mean 0.20)", "b (mean 0.60)"]

@@ -34,6 +34,8 @@ class Profile:
     n_permutations: int = 100
     adversary_steps: int = 500
     seeds: tuple[int, ...] = (0, 1, 2, 3, 4, 5, 6, 7)
+    #: the models of Jain & Wallace's experiments (Chapters 3-5): dataset -> ((encoder, attention), ...)
+    jw_models: dict = field(default_factory=dict)
     description: str = ""
 
     def dataset_kwargs(self, name: str) -> dict:
@@ -62,6 +64,13 @@ PROFILES: dict[str, Profile] = {
         n_permutations=100,
         adversary_steps=300,
         seeds=(0, 1, 2, 3),
+        jw_models={
+            "rt-polarity": tuple((e, a) for e in ("lstm", "cnn", "average") for a in ("tanh", "dot")),
+            # A BiLSTM over 200-word reviews costs minutes on 2 CPU cores: the book profile
+            # runs IMDB with the context-window and context-free encoders only.
+            "imdb": (("cnn", "tanh"), ("average", "tanh")),
+            "synthetic": (("lstm", "tanh"), ("average", "tanh")),
+        },
         description="small and fast: the whole book in about 15 min on 2 CPU cores, <= 2 GB",
     ),
     "paper": Profile(
@@ -72,6 +81,10 @@ PROFILES: dict[str, Profile] = {
         n_permutations=100,
         adversary_steps=500,
         seeds=(0, 1, 2, 3, 4, 5, 6, 7),
+        jw_models={
+            name: tuple((e, a) for e in ("lstm", "cnn", "average") for a in ("tanh", "dot"))
+            for name in ("rt-polarity", "imdb", "synthetic")
+        },
         description="Jain & Wallace's sizes: full data, full test splits (GPU recommended)",
     ),
 }

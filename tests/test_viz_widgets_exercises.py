@@ -148,3 +148,53 @@ def test_tau_distributions_legend_reports_means():
     fig = viz.plot_tau_distributions({"a": [0.1, 0.3, np.nan], "b": [0.5, 0.7]})
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert labels == ["a (mean 0.20)", "b (mean 0.60)"]
+
+
+def test_chapter_3_to_5_checkers_judge_reference_and_wrong_answers():
+    from attnlib.metrics import jsd as jsd_
+
+    def loo_loop(model, tokens):  # one forward per deletion: the definition
+        base = model(tokens[None]).probs[0]
+        out = []
+        for t in range(1, len(tokens) - 1):
+            x = torch.cat([tokens[:t], tokens[t + 1 :]])[None]
+            out.append(0.5 * (model(x).probs[0] - base).abs().sum().item())
+        return np.array(out)
+
+    def loo_unk(model, tokens):  # replacement is not deletion
+        base = model(tokens[None]).probs[0]
+        out = []
+        for t in range(1, len(tokens) - 1):
+            x = tokens.clone()
+            x[t] = 1
+            out.append(0.5 * (model(x[None]).probs[0] - base).abs().sum().item())
+        return np.array(out)
+
+    assert exercises.check_leave_one_out(loo_loop)
+    assert not exercises.check_leave_one_out(loo_unk)
+
+    def permute(alpha, mask, g):
+        out = alpha.clone()
+        idx = mask.nonzero().squeeze(1)
+        out[idx] = alpha[idx[torch.randperm(len(idx), generator=g)]]
+        return out
+
+    def permute_everything(alpha, mask, g):
+        return alpha[torch.randperm(len(alpha), generator=g)]
+
+    assert exercises.check_permutation(permute)
+    assert not exercises.check_permutation(permute_everything)
+    assert not exercises.check_permutation(lambda a, m, g: a)
+
+    def eps_max(tvd, jsd, eps):
+        return np.max(np.where(tvd <= eps, jsd, 0.0), axis=1)
+
+    assert exercises.check_eps_max_jsd(eps_max)
+    assert not exercises.check_eps_max_jsd(lambda tvd, jsd, eps: jsd.max(1))  # ignores eps
+
+    def pairwise(c):
+        i, j = np.triu_indices(len(c), 1)
+        return float(np.mean(jsd_(c[i], c[j])))
+
+    assert exercises.check_pairwise_jsd(pairwise)
+    assert not exercises.check_pairwise_jsd(lambda c: float(jsd_(c[0], c[-1])))

@@ -93,3 +93,34 @@ ADVERSARY_FRACTION = {
 #: J&W's reading of the permutation experiment on SST (Fig. 6): the median over instances of the
 #: per-instance median output change stays small, about 0.03-0.11 across the max-attention bins.
 PERMUTATION_SST_RANGE = (0.03, 0.11)
+
+
+def paper_tau(dataset: str, encoder: str):
+    """J&W's tau_g / tau_loo for one of our datasets and an encoder, as a frame by predicted class.
+
+    Columns follow :func:`attnlib.importance.agreement` (``tau_g mean``, ``tau_g sd``,
+    ``tau_g sig. frac.``, ``tau_loo mean``, ...) from the printed Table 2, plus
+    ``... (authors' outputs)`` columns with the means from the authors' committed outputs.
+    Missing figures are NaN. The paper's rows are BiLSTM + tanh or Average + tanh.
+    """
+    import math
+
+    import pandas as pd
+
+    key = PAPER_DATASET.get(dataset)
+    if key is None:
+        raise ValueError(f"no published figure for dataset {dataset!r}; known: {', '.join(sorted(PAPER_DATASET))}")
+    rows = {}
+    for c in (0, 1):
+        row = {}
+        for measure in ("tau_g", "tau_loo"):
+            mean, sd, sig = TAU_TABLE2.get((key, encoder, measure), {}).get(c, (None, None, None))
+            row[f"{measure} mean"] = math.nan if mean is None else mean
+            row[f"{measure} sd"] = math.nan if sd is None else sd
+            row[f"{measure} sig. frac."] = math.nan if sig is None else sig
+            authors = TAU_AUTHORS_OUTPUTS.get((key, encoder, measure), {}).get(c)
+            row[f"{measure} mean (authors' outputs)"] = math.nan if authors is None else authors
+        rows[c] = row
+    frame = pd.DataFrame.from_dict(rows, orient="index")
+    frame.index.name = "predicted class"
+    return frame

@@ -23,6 +23,9 @@ __all__ = [
     "measures_figure",
     "plot_violins_by_bin",
     "plot_tau_distributions",
+    "compare_heatmap",
+    "adversary_heatmap",
+    "permutation_figure",
 ]
 
 ATTENTION_CMAP = "Oranges"
@@ -347,4 +350,68 @@ def plot_tau_distributions(taus: dict, *, title: str | None = None, ax=None, bin
         ax.set_title(title, fontsize=10)
     ax.spines[["top", "right"]].set_visible(False)
     fig.tight_layout()
+    return fig
+
+
+def compare_heatmap(tokens: Sequence[str], rows: dict, *, header: str | None = None, normalise: bool = True, **kwargs):
+    """One sentence shaded several times, one row per named weighting (attention, gradient, ...).
+
+    With ``normalise`` each row is scaled to sum 1 so measures on different scales share a colour map.
+    """
+    weights, titles = [], []
+    for name, w in rows.items():
+        w = np.abs(np.asarray(w, dtype=float))
+        if normalise and w.sum() > 0:
+            w = w / w.sum()
+        weights.append(w)
+        titles.append(name if header is None or titles else f"{header} | {name}")
+    return attention_heatmap([list(tokens)] * len(rows), weights, titles=titles, **kwargs)
+
+
+def adversary_heatmap(result, split, positions: Sequence[int] | None = None, **kwargs):
+    """Original vs eps-max adversarial attention, two rows per sentence (J&W 2019, Fig. 1).
+
+    ``result`` is an :class:`attnlib.counterfactual.AdversaryResult` on ``split``;
+    ``positions`` pick rows of the result (default: all).
+    """
+    positions = range(len(result)) if positions is None else positions
+    sentences, weights, titles = [], [], []
+    for i in positions:
+        tokens = list(split.tokens[int(result.indices[i])])
+        b = int(result.best[i])
+        change = float(result.tvd[i, b]) if b >= 0 else 0.0
+        sentences += [tokens, tokens]
+        weights += [result.attention[i], result.best_attention[i]]
+        titles += [f"original attention: p(positive) = {result.probs[i, -1]:.2f}",
+                   f"adversarial attention: JSD {result.eps_max_jsd[i]:.2f} from the original, "
+                   f"output change {change:.3f} (eps = {result.eps:g})"]
+    return attention_heatmap(sentences, weights, titles=titles, **kwargs)
+
+
+def permutation_figure(result, split, i: int, attention: Sequence, *, name: str = ""):
+    """One instance of a permutation experiment: its attention, and the output change of every permutation.
+
+    ``result`` is an :class:`attnlib.counterfactual.PermutationResult` on ``split``; ``attention``
+    holds the model's attention per split position (e.g. ``attnlib.train.predict(...).attention``).
+    """
+    index = int(result.indices[i])
+    tokens = list(split.tokens[index])
+    heat = attention_heatmap([tokens], [attention[index]], titles=[
+        f"{name} test instance {index}: p(positive) = {result.probs[i, -1]:.2f}, max attention {result.max_attention[i]:.2f}"])
+    heat.canvas.draw()
+    image = np.asarray(heat.canvas.buffer_rgba())
+    plt.close(heat)
+    h, w = image.shape[:2]
+    fig = plt.figure(figsize=(7.5, 7.5 * h / w + 2.4))
+    top = fig.add_axes([0.0, 2.4 / (7.5 * h / w + 2.4), 1.0, 1 - 2.4 / (7.5 * h / w + 2.4)])
+    top.imshow(image)
+    top.set_axis_off()
+    ax = fig.add_axes([0.1, 0.12 * 2.4 / (7.5 * h / w + 2.4) + 0.02, 0.85, 0.75 * 2.4 / (7.5 * h / w + 2.4)])
+    values = np.asarray(result.all_tvd[i], dtype=float)
+    ax.hist(values, bins=30, color="#1f77b4", alpha=0.7)
+    ax.axvline(result.median_tvd[i], color="black", ls="--", lw=1, label=f"median {result.median_tvd[i]:.3f}")
+    ax.set_xlabel(f"output change (TVD) under each of {len(values)} permutations")
+    ax.set_ylabel("permutations")
+    ax.legend(frameon=False, fontsize=8)
+    ax.spines[["top", "right"]].set_visible(False)
     return fig

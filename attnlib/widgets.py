@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["measures_explorer", "temperature_explorer", "tempered", "sentence_explorer"]
+__all__ = ["measures_explorer", "temperature_explorer", "tempered", "sentence_explorer", "importance_explorer", "adversary_explorer", "permutation_explorer"]
 
 
 def _normalise(w) -> np.ndarray:
@@ -128,3 +128,100 @@ def sentence_explorer(models: dict, vocab, text: str = "a gorgeous , witty film 
     choice.observe(redraw, names="value")
     redraw()
     return W.VBox([box, choice, out])
+
+
+def _figure_out(out, draw):
+    """Clear ``out`` and show the figure ``draw()`` returns (closed afterwards)."""
+    import matplotlib.pyplot as plt
+    from IPython.display import display
+
+    with out:
+        out.clear_output(wait=True)
+        fig = draw()
+        display(fig)
+        plt.close(fig)
+
+
+def importance_explorer(results: dict, split, index: int = 0):
+    """Pick a model and an instance: attention, gradient and leave-one-out side by side (Chapter 3).
+
+    ``results`` maps a display name to an :class:`attnlib.importance.ImportanceResult` on ``split``.
+    """
+    import ipywidgets as W
+
+    from .importance import instance_agreement
+    from .viz import compare_heatmap
+
+    if not results:
+        raise ValueError("results must map at least one name to an ImportanceResult")
+    n = min(len(r) for r in results.values())
+    choice = W.Dropdown(options=list(results), description="model")
+    pick = W.IntSlider(value=min(index, n - 1), min=0, max=n - 1, description="instance", continuous_update=False)
+    out = W.Output()
+    per_instance = {name: instance_agreement(r) for name, r in results.items()}
+
+    def draw():
+        r, i = results[choice.value], pick.value
+        row = per_instance[choice.value].iloc[i]
+        tokens = split.tokens[int(r.indices[i])]
+        return compare_heatmap(tokens, {
+            f"attention (p(positive) = {r.probs[i, -1]:.2f})": r.attention[i],
+            f"gradient  (tau with attention {row['tau_g']:.2f})": r.gradient[i],
+            f"leave-one-out  (tau with attention {row['tau_loo']:.2f})": r.loo[i],
+        })
+
+    for w in (choice, pick):
+        w.observe(lambda *_: _figure_out(out, draw), names="value")
+    _figure_out(out, draw)
+    return W.VBox([W.HBox([choice, pick]), out])
+
+
+def adversary_explorer(model, split, indices: Sequence[int], *, eps: float = 0.01, k: int = 5, steps: int = 300, seed: int = 0):
+    """Move eps (and k): re-run the adversarial search on a few sentences of ``split`` and redraw (Chapter 5)."""
+    import ipywidgets as W
+
+    from .counterfactual import adversarial_attention
+    from .viz import adversary_heatmap
+
+    if len(indices) == 0:
+        raise ValueError("indices must name at least one instance of the split")
+    batch = split.batch(list(indices))
+    eps_slider = W.FloatLogSlider(value=eps, base=10, min=-3, max=-0.5, step=0.1, description="epsilon",
+                                  readout_format=".3f", continuous_update=False)
+    k_slider = W.IntSlider(value=k, min=1, max=10, description="k", continuous_update=False)
+    out = W.Output()
+
+    def draw():
+        res = adversarial_attention(model, batch, eps=eps_slider.value, k=k_slider.value, steps=steps, seed=seed)
+        return adversary_heatmap(res, split)
+
+    for w in (eps_slider, k_slider):
+        w.observe(lambda *_: _figure_out(out, draw), names="value")
+    _figure_out(out, draw)
+    return W.VBox([W.HBox([eps_slider, k_slider]), out])
+
+
+def permutation_explorer(results: dict, split, attention: dict, index: int = 0):
+    """Pick a model and an instance: its attention and the output change under each permutation (Chapter 4).
+
+    ``results`` maps a name to an :class:`attnlib.counterfactual.PermutationResult` on ``split``;
+    ``attention`` maps the same names to per-split-position attention lists.
+    """
+    import ipywidgets as W
+
+    from .viz import permutation_figure
+
+    if not results:
+        raise ValueError("results must map at least one name to a PermutationResult")
+    n = min(len(r) for r in results.values())
+    choice = W.Dropdown(options=list(results), description="model")
+    pick = W.IntSlider(value=min(index, n - 1), min=0, max=n - 1, description="instance", continuous_update=False)
+    out = W.Output()
+
+    def draw():
+        return permutation_figure(results[choice.value], split, pick.value, attention[choice.value], name=choice.value)
+
+    for w in (choice, pick):
+        w.observe(lambda *_: _figure_out(out, draw), names="value")
+    _figure_out(out, draw)
+    return W.VBox([W.HBox([choice, pick]), out])

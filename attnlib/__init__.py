@@ -3,7 +3,7 @@
 The package is layered; lower layers never import higher ones::
 
     metrics, _checks, cache, profiles      (foundations)
-    data -> models -> train -> experiments -> viz / widgets / exercises
+    data -> models -> train -> experiments (importance, counterfactual) -> viz / widgets / exercises
 
 Submodules are imported on first use, so ``import attnlib`` stays cheap and
 ``attnlib.metrics.jsd`` works without an explicit ``import attnlib.metrics``.
@@ -18,8 +18,10 @@ __version__ = "0.1.0"
 
 _SUBMODULES = {
     "cache",
+    "counterfactual",
     "data",
     "exercises",
+    "importance",
     "metrics",
     "models",
     "profiles",

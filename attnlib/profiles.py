@@ -31,6 +31,8 @@ class Profile:
     batch_size: int = 32
     #: test instances used by per-instance experiments (importance, adversary, ...); None = all.
     n_eval_instances: int | None = None
+    #: per-dataset overrides of n_eval_instances (long documents cost more per instance).
+    n_eval_by_dataset: dict = field(default_factory=dict)
     n_permutations: int = 100
     adversary_steps: int = 500
     seeds: tuple[int, ...] = (0, 1, 2, 3, 4, 5, 6, 7)
@@ -42,6 +44,10 @@ class Profile:
         """Keyword arguments for :func:`attnlib.data.load_dataset` under this profile."""
         max_train, max_eval = self.dataset_sizes.get(name, (None, None))
         return {"max_train": max_train, "max_eval": max_eval}
+
+    def eval_instances(self, name: str) -> int | None:
+        """How many test instances of dataset ``name`` the per-instance experiments use (None = all)."""
+        return self.n_eval_by_dataset.get(name, self.n_eval_instances)
 
     def with_(self, **changes) -> "Profile":
         """A copy with some fields changed (for experiments with a custom size)."""
@@ -61,6 +67,8 @@ PROFILES: dict[str, Profile] = {
         },
         epochs=8,
         n_eval_instances=500,
+        # IMDB reviews are ~200 tokens: leave-one-out runs ~200 forwards per review.
+        n_eval_by_dataset={"imdb": 100},
         n_permutations=100,
         adversary_steps=300,
         seeds=(0, 1, 2, 3),

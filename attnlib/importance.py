@@ -1,0 +1,727 @@
+"""Feature importance to compare attention with: gradients and leave-one-out (J&W 2019, Alg. 1).
+
+Jain & Wallace (2019), *Attention is not Explanation*, Sec. 4.1, ask whether attention
+alpha agrees with two standard importance measures, on sentences w_1 ... w_T with
+embeddings e_t, hidden states h_t and output y-hat:
+
+* :func:`gradient_importance` -- g_t = |<d y-hat / d e_t, e_t>|, the gradient of y-hat
+  with respect to the one-hot input at the entry of the word present (which is the
+  dot product of the embedding gradient with the embedding), with the attention
+  **detached** (no gradient flows through alpha), normalised to sum 1 over the real
+  tokens.
+* :func:`leave_one_out` -- LOO_t = TVD(y-hat(x), y-hat(x_{-t})): how much the output
+  distribution moves when token t is deleted (batched: every deletion of every
+  instance of a batch runs as a few padded batches, not one forward per token).
+* :func:`importance` -- attention, gradients and leave-one-out for a whole split
+  (or a seeded stratified subset), as one :class:`ImportanceResult`.
+* :func:`agreement` -- J&W's Table 2: Kendall tau-b between attention and each
+  measure (and between the two measures), mean +- sd and the fraction of
+  instances with p <= 0.05, grouped by predicted class. :func:`instance_agreement`
+  gives the per-instance values behind it (J&W's Fig. 2 histograms).
+* :func:`rationale_recovery` -- on the synthetic task, how well each measure ranks
+  the known rationale tokens first (precision@k, average precision, ROC-AUC) against
+  the expected scores of a random ranking.
+
+Conventions: y-hat is P(class 1) for binary models (the sigmoid output, as J&W); for
+more classes it is the probability of the predicted class. Token positions follow
+:class:`attnlib.data.Batch`: <SOS> at 0, real tokens, <EOS>, padding; importance is 0
+on <SOS>, <EOS> and padding. Every function puts the model in eval mode and restores
+its previous mode.
+"""
+from __future__ import annotations
+
+import numbers
+import warnings
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import torch
+
+from ._checks import check_positive_int
+from .data import EOS, PAD, SOS, UNK, Batch, Split
+from .metrics import kendall_tau, tvd
+from .models import AttentionClassifier, Encoded, real_token_mask
+
+__all__ = [
+    "LOO_MODES",
+    "gradient_importance",
+    "leave_one_out",
+    "ImportanceResult",
+    "importance",
+    "instance_agreement",
+    "agreement",
+    "rationale_recovery",
+]
+
+#: Leave-one-out variants: delete token t (J&W) or replace it (by UNK or PAD).
+LOO_MODES = ("delete", "replace")
+
+#: The significance level of J&W's "Sig. Frac." column.
+ALPHA_LEVEL = 0.05
+
+#: Default bound on the tokens (rows x padded width) of one leave-one-out forward pass.
+MAX_TOKENS = 65_536
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+@contextmanager
+def _eval_mode(model: torch.nn.Module):
+    """Eval mode inside the block, the caller's mode (train/eval) restored after it."""
+    was_training = model.training
+    model.eval()
+    try:
+        yield
+    finally:
+        model.train(was_training)
+
+
+def _check_model(model) -> AttentionClassifier:
+    if not isinstance(model, AttentionClassifier):
+        raise ValueError(
+            f"model must be an attnlib.models.AttentionClassifier (e.g. train_model(...).model), "
+            f"got {type(model).__name__}"
+        )
+    return model
+
+
+def _check_bool(x, name: str) -> bool:
+    if not isinstance(x, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False, got {x!r}")
+    return bool(x)
+
+
+def _batch_tokens(model: AttentionClassifier, batch) -> torch.Tensor:
+    """The (B, T) token ids of a Batch or LongTensor, on the model's device, validated."""
+    if isinstance(batch, Batch):
+        tokens = batch.tokens
+    elif isinstance(batch, torch.Tensor):
+        tokens = batch
+    else:
+        raise ValueError(
+            f"batch must be an attnlib.data.Batch (e.g. split.batch(...)) or a LongTensor (B, T) of token ids, "
+            f"got {type(batch).__name__}"
+        )
+    if tokens.ndim != 2 or tokens.dtype != torch.long:
+        raise ValueError(f"token ids must be a LongTensor of shape (B, T), got {tokens.dtype} {tuple(tokens.shape)}")
+    if tokens.shape[0] == 0:
+        raise ValueError("the batch is empty")
+    if bool(((tokens < 0) | (tokens >= model.vocab_size)).any()):
+        raise ValueError(f"token ids must lie in [0, {model.vocab_size}) (the model's vocabulary)")
+    tokens = tokens.to(model.embedding.weight.device)
+    filled = tokens != PAD
+    lengths = filled.sum(-1)
+    rows = torch.arange(tokens.shape[0], device=tokens.device)
+    if (
+        bool((filled[:, 1:] & ~filled[:, :-1]).any())  # padding only at the end
+        or bool((tokens[:, 0] != SOS).any())
+        or bool((tokens[rows, (lengths - 1).clamp_min(0)] != EOS).any())
+    ):
+        raise ValueError("every row must be <SOS> tokens <EOS> followed only by padding (see attnlib.data.collate)")
+    if not bool(real_token_mask(tokens).any(-1).all()):
+        raise ValueError("every instance needs at least one real token between <SOS> and <EOS>")
+    return tokens
+
+
+def _target_probability(model: AttentionClassifier, probs: torch.Tensor) -> torch.Tensor:
+    """y-hat per row: P(class 1) for binary models, else the probability of the predicted class."""
+    if model.config.n_classes == 2:
+        return probs[:, 1]
+    return probs.gather(1, probs.detach().argmax(-1, keepdim=True)).squeeze(1)
+
+
+def _normalise_rows(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """scores / their sum over the mask; 0 off the mask; uniform where a row sums to 0."""
+    scores = scores.masked_fill(~mask, 0.0)
+    total = scores.sum(-1, keepdim=True)
+    uniform = mask.to(scores.dtype) / mask.sum(-1, keepdim=True).to(scores.dtype)
+    return torch.where(total > 0, scores / torch.where(total > 0, total, torch.ones_like(total)), uniform)
+
+
+# ----------------------------------------------------------------------------- gradient
+
+
+def _gradient(model: AttentionClassifier, tokens: torch.Tensor, detach_attention: bool):
+    """(g normalised (B, T), probs (B, C), alpha (B, T)) from ONE forward and ONE backward pass."""
+    with torch.enable_grad():
+        embedded = model.embedding(tokens).detach().requires_grad_(True)  # e_t, (B, T, E)
+        encoded = model.encode(tokens, embedded=embedded)
+        alpha = model.attend(encoded)
+        probs, _ = model.decode(encoded.hidden, alpha.detach() if detach_attention else alpha)
+        # Instances are independent in eval mode (no batch statistics, no cross-row terms),
+        # so d(sum_b y-hat_b)/d e_{bt} = d y-hat_b / d e_{bt}: one backward for the batch.
+        (grad,) = torch.autograd.grad(_target_probability(model, probs).sum(), embedded)
+    raw = (grad * embedded.detach()).sum(-1).abs()  # |<d y-hat / d e_t, e_t>|, (B, T)
+    return _normalise_rows(raw, encoded.mask), probs.detach(), alpha.detach()
+
+
+def gradient_importance(model, batch, *, detach_attention: bool = True) -> torch.Tensor:
+    """Gradient importance g_t of every token, normalised over the real tokens (J&W 2019, Alg. 1).
+
+    g_t = |<d y-hat / d e_t, e_t>| / sum_s |<d y-hat / d e_s, e_s>|, summed over the real
+    tokens s (0 on <SOS>, <EOS> and padding). <d y-hat / d e_t, e_t> is the gradient of
+    y-hat with respect to the one-hot input x_t at the entry of the word actually present
+    (y-hat depends on x_t through e_t = E^T x_t). y-hat is P(class 1) for binary models,
+    as in Jain & Wallace 2019; for more classes the probability of the predicted class.
+
+    Args:
+        model: an :class:`~attnlib.models.AttentionClassifier`.
+        batch: a :class:`~attnlib.data.Batch` or (B, T) LongTensor of token ids.
+        detach_attention: True (J&W): alpha is treated as a constant, so the gradient
+            flows only through the hidden states h_t in c = sum_t alpha_t h_t. False: the
+            variant in which gradients also flow through alpha (identical for uniform
+            attention, which does not depend on the input).
+
+    Returns:
+        (B, T) float tensor on the model's device; each row sums to 1 over the real tokens
+        (a row whose gradients are all exactly 0 gets uniform importance).
+    """
+    model = _check_model(model)
+    detach_attention = _check_bool(detach_attention, "detach_attention")
+    tokens = _batch_tokens(model, batch)
+    with _eval_mode(model):
+        g, _, _ = _gradient(model, tokens, detach_attention)
+    return g
+
+
+# ----------------------------------------------------------------------------- leave-one-out
+
+
+def _check_loo_args(model: AttentionClassifier, mode, replacement, max_rows, max_tokens):
+    if mode not in LOO_MODES:
+        raise ValueError(f"unknown leave-one-out mode {mode!r}; choose one of {', '.join(LOO_MODES)}")
+    if isinstance(replacement, bool) or not isinstance(replacement, numbers.Integral):
+        raise ValueError(f"replacement must be a token id (an int such as UNK={UNK} or PAD={PAD}), got {replacement!r}")
+    replacement = int(replacement)
+    if not 0 <= replacement < model.vocab_size or replacement in (SOS, EOS):
+        raise ValueError(
+            f"replacement must be a token id in [0, {model.vocab_size}) other than <SOS>/<EOS>, got {replacement}"
+        )
+    check_positive_int(max_rows, "max_rows")
+    check_positive_int(max_tokens, "max_tokens")
+    return replacement
+
+
+def _probs_hiding(model: AttentionClassifier, tokens: torch.Tensor, hide: torch.Tensor) -> torch.Tensor:
+    """Output distributions with the positions ``hide`` (B, T) made padding-like in place.
+
+    The hidden positions get PAD's embedding and are excluded from the attention, but the
+    sequence keeps its length (the LSTM still steps over them; the CNN's windows do not
+    shift). This is "replace by PAD"; for the average encoder it equals deletion.
+    """
+    placeholder = tokens.masked_fill(hide, UNK)  # a non-PAD id so lengths and packing are unchanged
+    embedded = model.embedding(tokens.masked_fill(hide, PAD))
+    encoded = model.encode(placeholder, embedded=embedded)
+    encoded = Encoded(hidden=encoded.hidden, mask=encoded.mask & ~hide, embedded=embedded, lengths=encoded.lengths)
+    probs, _ = model.decode(encoded.hidden, model.attend(encoded))
+    return probs
+
+
+def _probs_full_rows(model: AttentionClassifier, rows: torch.Tensor) -> torch.Tensor:
+    """``model(rows).probs`` for rows without padding, with the BiLSTM run unpacked (faster on CPU).
+
+    Without padding, packing changes nothing in the recurrence, so this is the same
+    function as :meth:`AttentionClassifier.encode` computes (up to float rounding).
+    """
+    if model.config.encoder != "lstm":
+        return model(rows).probs
+    embedded = model.embedding(rows)
+    hidden, _ = model.lstm(embedded)
+    lengths = torch.full((rows.shape[0],), rows.shape[1], dtype=torch.long, device=rows.device)
+    encoded = Encoded(hidden=hidden, mask=real_token_mask(rows), embedded=embedded, lengths=lengths)
+    probs, _ = model.decode(hidden, model.attend(encoded))
+    return probs
+
+
+def _base_probs(model: AttentionClassifier, tokens: torch.Tensor) -> torch.Tensor:
+    """y-hat(x) for every row of ``tokens`` (for the BiLSTM: rows grouped by length, unpacked)."""
+    if model.config.encoder != "lstm":
+        return model(tokens).probs
+    lengths = (tokens != PAD).sum(-1)
+    out = None
+    for n in torch.unique(lengths).tolist():
+        rows = (lengths == n).nonzero(as_tuple=True)[0]
+        probs = _probs_full_rows(model, tokens[rows, :n])
+        if out is None:
+            out = probs.new_empty(tokens.shape[0], probs.shape[1])
+        out[rows] = probs
+    return out
+
+
+def _loo(
+    model: AttentionClassifier,
+    tokens: torch.Tensor,
+    base_probs: torch.Tensor,
+    *,
+    mode: str,
+    replacement: int,
+    max_rows: int,
+    max_tokens: int,
+) -> torch.Tensor:
+    """Leave-one-out scores (B, T); validated inputs, eval mode, no grad."""
+    device = tokens.device
+    B, T = tokens.shape
+    mask = real_token_mask(tokens)
+    n_real = mask.sum(-1)
+    delete = mode == "delete"
+    if (delete or replacement == PAD) and bool((n_real < 2).any()):
+        bad = int((n_real < 2).sum())
+        raise ValueError(
+            f"{bad} instance(s) have fewer than 2 real tokens: leaving out their only token leaves nothing "
+            f"to attend to. Use mode='replace' with replacement=UNK, or drop them (J&W's data sets keep "
+            f"sentences of >= 5 tokens)."
+        )
+    # One row per (instance b, real position t): row-major, so rows of an instance are contiguous.
+    row_b, row_t = mask.nonzero(as_tuple=True)
+    lengths = (tokens != PAD).sum(-1)  # including SOS/EOS
+    row_len = lengths[row_b] - (1 if delete else 0)
+    # Longest rows first: each chunk is padded only to its own longest row, and rows of
+    # similar length share a chunk, so padding waste stays small even for mixed batches.
+    order = torch.argsort(row_len, descending=True, stable=True)
+    row_b, row_t, row_len = row_b[order], row_t[order], row_len[order]
+    lens = row_len.tolist()
+    if model.config.encoder == "lstm":
+        # chunks of rows of ONE length: no padding, so the LSTM can run unpacked
+        group_end = np.append(np.flatnonzero(np.diff(np.asarray(lens))) + 1, len(lens))
+    else:  # rows sorted by length: a chunk's rows have similar lengths, little padding
+        group_end = np.asarray([len(lens)])
+    scores = torch.zeros(B, T, dtype=base_probs.dtype, device=device)
+    start, n_rows, g = 0, len(lens), 0
+    while start < n_rows:
+        width = lens[start]
+        while group_end[g] <= start:
+            g += 1
+        stop = min(int(group_end[g]), start + max_rows, start + max(1, max_tokens // width))
+        b, t = row_b[start:stop], row_t[start:stop]
+        cols = torch.arange(width, device=device)
+        if delete:
+            # Row r is x_b without position t_r: column j reads j for j < t_r, j + 1 after.
+            src = cols.unsqueeze(0) + (cols.unsqueeze(0) >= t.unsqueeze(1)).long()
+            rows = tokens[b.unsqueeze(1), src]
+            probs = _probs_full_rows(model, rows)
+        else:
+            rows = tokens[b, :width]
+            hit = cols.unsqueeze(0) == t.unsqueeze(1)
+            if replacement == PAD:
+                probs = _probs_hiding(model, rows, hit)
+            else:
+                probs = _probs_full_rows(model, rows.masked_fill(hit, replacement))
+        scores[b, t] = tvd(base_probs[b], probs, check=False)
+        start = stop
+    return scores
+
+
+def leave_one_out(
+    model,
+    batch,
+    *,
+    mode: str = "delete",
+    replacement: int = UNK,
+    max_rows: int = 4096,
+    max_tokens: int = MAX_TOKENS,
+) -> torch.Tensor:
+    """Leave-one-out importance: how far the output moves when token t is left out (J&W 2019, Alg. 1).
+
+    LOO_t = TVD(y-hat(x), y-hat(x_{-t})) = 1/2 sum_c |y-hat_c(x) - y-hat_c(x_{-t})|, over the
+    output distribution (for binary models |y-hat - y-hat_{-t}|, J&W's output difference).
+
+    Args:
+        model: an :class:`~attnlib.models.AttentionClassifier`.
+        batch: a :class:`~attnlib.data.Batch` or (B, T) LongTensor of token ids.
+        mode: ``"delete"`` (J&W): x_{-t} is x with token t removed, one token shorter.
+            ``"replace"``: token t is replaced by ``replacement`` instead; with
+            ``replacement=PAD`` the position gets PAD's (zero) embedding and is excluded
+            from the attention while the sequence keeps its length.
+        replacement: token id used by ``mode="replace"`` (default UNK).
+        max_rows, max_tokens: bounds on the rows and on rows x padded width of one
+            forward pass (memory). All sum_b n_b perturbed sequences of the batch are
+            built with index arithmetic (no loop over tokens), sorted by length and run in
+            as few such chunks as the bounds allow (for the BiLSTM, chunks of rows of one
+            length, run without packing).
+
+    Returns:
+        (B, T) float tensor on the model's device: LOO_t at real tokens, 0 elsewhere.
+
+    Raises:
+        ValueError: for an instance with fewer than 2 real tokens in ``"delete"`` mode (or
+        when replacing by PAD): leaving its only token out leaves nothing to attend to, so
+        the score is undefined. J&W's data sets keep sentences of at least 5 tokens.
+    """
+    model = _check_model(model)
+    replacement = _check_loo_args(model, mode, replacement, max_rows, max_tokens)
+    tokens = _batch_tokens(model, batch)
+    with _eval_mode(model), torch.no_grad():
+        base = _base_probs(model, tokens)
+        return _loo(model, tokens, base, mode=mode, replacement=replacement, max_rows=max_rows, max_tokens=max_tokens)
+
+
+# ----------------------------------------------------------------------------- a whole split
+
+
+@dataclass
+class ImportanceResult:
+    """Attention and importance measures for instances of a split, instance by instance.
+
+    ``attention[i]``, ``gradient[i]`` and ``loo[i]`` are float arrays over the real tokens
+    of instance ``indices[i]`` of the split, aligned to ``split.tokens[indices[i]]``.
+    ``probs`` (N, C) are the model's output distributions, ``predicted`` (N,) their argmax,
+    ``labels`` (N,) the true labels, ``indices`` (N,) the positions in the split
+    (increasing). ``settings`` records how the measures were computed.
+    """
+
+    attention: list
+    gradient: list
+    loo: list
+    probs: np.ndarray
+    predicted: np.ndarray
+    labels: np.ndarray
+    indices: np.ndarray
+    settings: dict = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+    def __repr__(self) -> str:
+        counts = np.bincount(self.predicted, minlength=self.probs.shape[1]).tolist() if len(self) else []
+        return f"ImportanceResult(n={len(self)}, predicted class counts={counts}, settings={self.settings})"
+
+    def lengths(self) -> np.ndarray:
+        """Real tokens per instance."""
+        return np.fromiter(map(len, self.attention), dtype=np.int64, count=len(self.attention))
+
+    def padded(self, measure: str) -> np.ndarray:
+        """One measure (``"attention"``, ``"gradient"`` or ``"loo"``) as an (N, T_max) array, 0-padded."""
+        if measure not in _MEASURES:
+            raise ValueError(f"unknown measure {measure!r}; choose one of {', '.join(_MEASURES)}")
+        return _pad(getattr(self, measure), self.lengths())
+
+
+_MEASURES = ("attention", "gradient", "loo")
+
+
+def _pad(arrays, lengths: np.ndarray, fill: float = 0.0, dtype=np.float64) -> np.ndarray:
+    out = np.full((len(arrays), int(lengths.max()) if len(arrays) else 0), fill, dtype=dtype)
+    if len(arrays):
+        out[np.arange(out.shape[1])[None, :] < lengths[:, None]] = np.concatenate(arrays)
+    return out
+
+
+def _stratified_subset(labels: np.ndarray, k: int, seed: int) -> np.ndarray:
+    """A seeded random ``k`` of ``range(len(labels))``, classes in proportion, sorted."""
+    classes, counts = np.unique(labels, return_counts=True)
+    exact = k * counts / len(labels)
+    quota = np.floor(exact).astype(np.int64)
+    extra = k - int(quota.sum())
+    if extra:  # largest remainders get the leftover places (ties: smaller class id)
+        quota[np.lexsort((classes, -(exact - quota)))[:extra]] += 1
+    rng = np.random.default_rng([seed, 4241])
+    chosen = [rng.permutation(np.flatnonzero(labels == c))[:q] for c, q in zip(classes, quota)]
+    return np.sort(np.concatenate(chosen))
+
+
+def _split_rows(values: np.ndarray, mask: np.ndarray) -> list:
+    """Ragged per-row arrays of the masked entries of (B, T) ``values`` (vectorised)."""
+    counts = mask.sum(1)
+    return np.split(values[mask].astype(np.float64), np.cumsum(counts)[:-1])
+
+
+def importance(
+    model,
+    split,
+    *,
+    max_instances: int | None = None,
+    seed: int = 0,
+    batch_size: int = 64,
+    detach_attention: bool = True,
+    loo_mode: str = "delete",
+) -> ImportanceResult:
+    """Attention, gradient importance and leave-one-out for a split (J&W 2019, Sec. 4.1).
+
+    For each instance: the model's attention alpha, the normalised gradient importance
+    g (:func:`gradient_importance`) and leave-one-out scores (:func:`leave_one_out`), all
+    over the real tokens; plus the output distribution y-hat(x). Runs in length-bucketed
+    batches of ``batch_size`` (one forward + backward for alpha and g, a few padded
+    forwards for all deletions of the batch).
+
+    Args:
+        model: an :class:`~attnlib.models.AttentionClassifier`.
+        split: an :class:`attnlib.data.Split` (e.g. ``dataset.test``).
+        max_instances: use a seeded random subset of this many instances, stratified by
+            true label (None: all of them).
+        seed: seeds that subset.
+        detach_attention: passed to :func:`gradient_importance` (True: J&W).
+        loo_mode: ``"delete"`` (J&W) or ``"replace"`` (by UNK), see :func:`leave_one_out`.
+
+    Instances with fewer than 2 real tokens are left out, with a warning: a rank
+    correlation needs 2 tokens and deleting an only token leaves nothing to classify
+    (J&W's data sets keep sentences of >= 5 tokens, so this never happens there).
+    """
+    model = _check_model(model)
+    if not isinstance(split, Split):
+        raise ValueError(f"split must be an attnlib.data.Split (e.g. dataset.test), got {type(split).__name__}")
+    if len(split) == 0:
+        raise ValueError(f"split {split.name!r} is empty")
+    if max_instances is not None:
+        max_instances = check_positive_int(max_instances, "max_instances")
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    batch_size = check_positive_int(batch_size, "batch_size")
+    detach_attention = _check_bool(detach_attention, "detach_attention")
+    _check_loo_args(model, loo_mode, UNK, 1, 1)
+    if len(split.ids) and int(max(int(np.max(ids)) for ids in split.ids)) >= model.vocab_size:
+        raise ValueError("the split has token ids outside the model's vocabulary: was it trained on this data set?")
+
+    lengths = split.lengths()
+    short = lengths < 2
+    if short.any():
+        warnings.warn(
+            f"importance(): leaving out {int(short.sum())} instance(s) of {split.name!r} with fewer than 2 "
+            f"tokens (no rank correlation, no deletion possible)",
+            stacklevel=2,
+        )
+    eligible = np.flatnonzero(~short)
+    if len(eligible) == 0:
+        raise ValueError(f"split {split.name!r} has no instance with at least 2 tokens")
+    if max_instances is not None and max_instances < len(eligible):
+        eligible = eligible[_stratified_subset(split.labels[eligible], max_instances, seed)]
+
+    n, C = len(eligible), model.config.n_classes
+    slot = {int(i): k for k, i in enumerate(eligible)}
+    probs = np.zeros((n, C), dtype=np.float64)
+    attention, gradient, loo = [None] * n, [None] * n, [None] * n
+    order = eligible[np.argsort(lengths[eligible], kind="stable")]  # length buckets: little padding
+    device = model.embedding.weight.device
+    with _eval_mode(model):
+        for start in range(0, n, batch_size):
+            batch = split.batch(order[start : start + batch_size])
+            tokens = batch.tokens.to(device)
+            g, p, alpha = _gradient(model, tokens, detach_attention)
+            with torch.no_grad():
+                scores = _loo(model, tokens, p, mode=loo_mode, replacement=UNK, max_rows=4096, max_tokens=MAX_TOKENS)
+            mask = real_token_mask(tokens).cpu().numpy()
+            where = [slot[int(i)] for i in batch.index.tolist()]
+            probs[where] = p.double().cpu().numpy()
+            for out, values in ((attention, alpha), (gradient, g), (loo, scores)):
+                for k, row in zip(where, _split_rows(values.cpu().numpy(), mask)):
+                    out[k] = row
+    return ImportanceResult(
+        attention=attention,
+        gradient=gradient,
+        loo=loo,
+        probs=probs,
+        predicted=probs.argmax(-1),
+        labels=split.labels[eligible].copy(),
+        indices=eligible.astype(np.int64),
+        settings={
+            "model": model.config.name,
+            "split": split.name,
+            "detach_attention": detach_attention,
+            "loo_mode": loo_mode,
+            "max_instances": max_instances,
+            "seed": seed,
+        },
+    )
+
+
+# ----------------------------------------------------------------------------- agreement
+
+#: (name, first measure, second measure) of the three rank correlations J&W report.
+PAIRS = (("tau_g", "attention", "gradient"), ("tau_loo", "attention", "loo"), ("tau_g_vs_loo", "gradient", "loo"))
+
+
+def _check_result(result) -> ImportanceResult:
+    if not isinstance(result, ImportanceResult):
+        raise ValueError(f"expected an ImportanceResult (from attnlib.importance.importance), got {type(result).__name__}")
+    n = len(result.indices)
+    if n == 0:
+        raise ValueError("the ImportanceResult is empty")
+    for name in ("attention", "gradient", "loo", "probs", "predicted", "labels"):
+        if len(getattr(result, name)) != n:
+            raise ValueError(f"ImportanceResult.{name} has {len(getattr(result, name))} entries but indices has {n}")
+    lengths = result.lengths()
+    for name in ("gradient", "loo"):
+        other = np.fromiter(map(len, getattr(result, name)), dtype=np.int64, count=n)
+        if (other != lengths).any():
+            raise ValueError(f"ImportanceResult.{name}[i] must have as many tokens as attention[i]")
+    return result
+
+
+def instance_agreement(result: ImportanceResult) -> pd.DataFrame:
+    """Per-instance Kendall tau-b (and p-value) between attention, gradient and leave-one-out.
+
+    One row per instance of ``result`` (indexed by its position in the split); columns
+    ``predicted``, ``label``, ``n_tokens`` and, for each pair, ``tau_g``/``p_g``
+    (attention vs gradient), ``tau_loo``/``p_loo`` (attention vs LOO) and
+    ``tau_g_vs_loo``/``p_g_vs_loo``. One batched :func:`attnlib.metrics.kendall_tau` call
+    per pair on the padded arrays. tau is NaN where a row is constant (e.g. uniform
+    attention), as in SciPy.
+    """
+    result = _check_result(result)
+    lengths = result.lengths()
+    if (lengths < 2).any():
+        raise ValueError("Kendall tau needs at least 2 tokens per instance; some instances have fewer")
+    padded = {m: result.padded(m) for m in _MEASURES}
+    columns = {
+        "predicted": np.asarray(result.predicted, dtype=np.int64),
+        "label": np.asarray(result.labels, dtype=np.int64),
+        "n_tokens": lengths,
+    }
+    for name, a, b in PAIRS:
+        tau, p = kendall_tau(padded[a], padded[b], lengths=lengths)
+        columns[name] = np.asarray(tau, dtype=np.float64).reshape(-1)
+        columns["p" + name[3:]] = np.asarray(p, dtype=np.float64).reshape(-1)
+    frame = pd.DataFrame(columns, index=pd.Index(np.asarray(result.indices), name="index"))
+    return frame
+
+
+def agreement(result: ImportanceResult) -> pd.DataFrame:
+    """J&W's Table 2: rank agreement of attention with gradients and leave-one-out, by predicted class.
+
+    For each instance, Kendall tau-b between alpha and g (``tau_g``), alpha and the LOO
+    scores (``tau_loo``) and g and LOO (``tau_g_vs_loo``), over its real tokens (see
+    :func:`instance_agreement`). Rows: predicted class 0, 1, ... (every class of the
+    model, n = 0 rows are NaN). Columns: ``n`` and, for each of the three, ``mean`` and
+    ``sd`` of tau (population sd, ddof = 0, over the instances where tau is defined) and
+    ``sig. frac.``, the fraction of the class's instances with p <= 0.05 (an undefined
+    tau counts as not significant). Jain & Wallace 2019, Sec. 4.1, Table 2.
+    """
+    per = instance_agreement(result)
+    n_classes = np.asarray(result.probs).shape[1]
+    rows = {}
+    for c in range(n_classes):
+        group = per[per["predicted"] == c]
+        row = {"n": len(group)}
+        for name, _, _ in PAIRS:
+            tau = group[name].to_numpy()
+            p = group["p" + name[3:]].to_numpy()
+            defined = tau[~np.isnan(tau)]
+            row[f"{name} mean"] = float(defined.mean()) if len(defined) else np.nan
+            row[f"{name} sd"] = float(defined.std()) if len(defined) else np.nan
+            row[f"{name} sig. frac."] = float(np.mean(np.nan_to_num(p, nan=1.0) <= ALPHA_LEVEL)) if len(p) else np.nan
+        rows[c] = row
+    frame = pd.DataFrame.from_dict(rows, orient="index")
+    frame.index.name = "predicted class"
+    return frame
+
+
+# ----------------------------------------------------------------------------- rationales
+
+
+def _ranking_scores(scores: np.ndarray, truth: np.ndarray, valid: np.ndarray, k: np.ndarray, chunk: int = 2_000_000):
+    """Per-row expected precision@k, average precision and ROC-AUC of ``scores`` against ``truth``.
+
+    Ties: precision@k is its expectation under random tie-breaking; AP follows sklearn's
+    ``average_precision_score`` (a tied group enters at once); AUC counts ties as 1/2.
+    """
+    N, T = scores.shape
+    prec, ap, auc = (np.full(N, np.nan) for _ in range(3))
+    rows = max(1, chunk // max(1, T * T))
+    for s in range(0, N, rows):
+        sl = slice(s, s + rows)
+        x, y, v, kk = scores[sl], truth[sl] & valid[sl], valid[sl], k[sl]
+        # pair[b, i, j] compares token i with token j of row b (both valid)
+        both = v[:, :, None] & v[:, None, :]
+        gt = (x[:, None, :] > x[:, :, None]) & both  # j scores above i
+        eq = (x[:, None, :] == x[:, :, None]) & both  # j ties with i (i itself included)
+        above = gt.sum(2)
+        tied = np.maximum(eq.sum(2), 1)
+        # token i takes a rank uniform in above+1 .. above+tied: P(rank <= k)
+        in_top = np.clip((kk[:, None] - above) / tied, 0.0, 1.0)
+        n_true = y.sum(1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            prec[sl] = np.where(n_true > 0, (in_top * y).sum(1) / kk, np.nan)
+            # precision at the threshold s_i: true tokens scoring >= s_i over all tokens scoring >= s_i
+            ge = gt | eq
+            at_least = ge.sum(2)
+            true_at_least = (ge & y[:, None, :]).sum(2)
+            ap[sl] = np.where(n_true > 0, ((true_at_least / np.maximum(at_least, 1)) * y).sum(1) / n_true, np.nan)
+            # AUC: over (true i, false j) pairs, 1 if s_i > s_j, 1/2 if tied
+            neg = v & ~y
+            wins = ((x[:, :, None] > x[:, None, :]) + 0.5 * (x[:, :, None] == x[:, None, :])) * (y[:, :, None] & neg[:, None, :])
+            n_pairs = n_true * neg.sum(1)
+            auc[sl] = np.where(n_pairs > 0, wins.sum((1, 2)) / np.maximum(n_pairs, 1), np.nan)
+    return prec, ap, auc
+
+
+def _random_ap(n: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """E[AP] of a uniformly random ranking of n tokens, r of them true: (H_n + (r-1)/(n-1) (n - H_n)) / n."""
+    harmonic = np.array([np.sum(1.0 / np.arange(1, m + 1)) for m in range(int(n.max()) + 1)])[n]
+    frac = np.where(n > 1, (r - 1) / np.maximum(n - 1, 1), 0.0)
+    return (harmonic + frac * (n - harmonic)) / n
+
+
+def rationale_recovery(result: ImportanceResult, rationales, k: int | None = None) -> pd.DataFrame:
+    """How well attention, gradients and leave-one-out rank the known rationale tokens first.
+
+    For the synthetic task (``split.rationales``: True on the marker words the label is
+    computed from), per instance with at least one true token, and per measure:
+
+    * ``precision@k``: the fraction of the top-k tokens that are true, with k = the
+      number of true tokens of the instance (R-precision) when ``k`` is None, else
+      min(k, n_tokens); ties are broken at random (its expectation is reported);
+    * ``average precision``: mean over the true tokens t of the precision among tokens
+      scoring >= score_t (as ``sklearn.metrics.average_precision_score``);
+    * ``AUC``: P(a random true token outscores a random other token), ties 1/2 (needs
+      both kinds of token in the instance).
+
+    Columns hold the means over instances, and ``n`` the instances scored. A last row,
+    ``random``, gives the expected values of a uniformly random ranking: R/n for
+    precision@k, (H_n + (R - 1)/(n - 1)(n - H_n))/n for AP (H_n the harmonic number),
+    1/2 for AUC. Computed batched over padded arrays (pairwise comparisons, chunked).
+
+    Args:
+        result: an :class:`ImportanceResult` of a split with rationales.
+        rationales: the split's rationales (a :class:`~attnlib.data.Split`, or its
+            ``rationales`` list, indexed by ``result.indices``).
+        k: fixed cut-off, or None for k = number of true tokens per instance.
+    """
+    result = _check_result(result)
+    if isinstance(rationales, Split):
+        if rationales.rationales is None:
+            raise ValueError(f"split {rationales.name!r} has no rationales (only the synthetic data set has them)")
+        rationales = rationales.rationales
+    if rationales is None or isinstance(rationales, (str, bytes)) or not hasattr(rationales, "__getitem__"):
+        raise ValueError("rationales must be the split's list of boolean arrays (split.rationales) or the Split")
+    if k is not None:
+        k = check_positive_int(k, "k")
+    indices = np.asarray(result.indices, dtype=np.int64)
+    if len(rationales) <= int(indices.max()):
+        raise ValueError(
+            f"rationales has {len(rationales)} entries but the result refers to split position {int(indices.max())}: "
+            f"pass the rationales of the split the result was computed on"
+        )
+    truth_list = [np.asarray(rationales[i], dtype=bool).reshape(-1) for i in indices.tolist()]
+    lengths = result.lengths()
+    if (np.fromiter(map(len, truth_list), dtype=np.int64, count=len(truth_list)) != lengths).any():
+        raise ValueError("each rationale must have one entry per token of its instance (is it the right split?)")
+
+    truth = _pad(truth_list, lengths, fill=False, dtype=bool)
+    valid = np.arange(truth.shape[1])[None, :] < lengths[:, None]
+    n_true = truth.sum(1)
+    keep = n_true > 0
+    if not keep.any():
+        raise ValueError("no instance has a true rationale token")
+    kk = (n_true if k is None else np.minimum(k, lengths)).astype(np.float64)
+    rows = {}
+    for measure in _MEASURES:
+        prec, ap, auc = _ranking_scores(result.padded(measure)[keep], truth[keep], valid[keep], kk[keep])
+        rows[measure] = {
+            "precision@k": float(np.nanmean(prec)),
+            "average precision": float(np.nanmean(ap)),
+            "AUC": float(np.nanmean(auc)) if np.isfinite(auc).any() else np.nan,
+            "n": int(keep.sum()),
+        }
+    n_k, r_k = lengths[keep], n_true[keep]
+    has_auc = r_k < n_k
+    rows["random"] = {
+        "precision@k": float(np.mean(r_k / n_k)),
+        "average precision": float(np.mean(_random_ap(n_k, r_k))),
+        "AUC": 0.5 if has_auc.any() else np.nan,
+        "n": int(keep.sum()),
+    }
+    frame = pd.DataFrame.from_dict(rows, orient="index")
+    frame.index.name = "measure"
+    return frame

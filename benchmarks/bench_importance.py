@@ -1,0 +1,127 @@
+"""Benchmark: batched leave-one-out (attnlib.importance.leave_one_out) vs one forward per deletion.
+
+    python benchmarks/run.py loo
+
+On 1,000 rt-polarity sentences (test + dev) with J&W's BiLSTM + tanh attention (trained
+once, then loaded from the user's model cache). Both sides compute the same scores
+(checked on 100 sentences); they are timed interleaved, on one torch thread by default,
+and the median of the repeats is kept.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+
+N_SENTENCES = 1_000
+TARGET_RATIO = 10.0
+
+
+def _setup():
+    import numpy as np
+
+    from attnlib.data import load_dataset
+    from attnlib.train import train_model
+
+    ds = load_dataset("rt-polarity")
+    trained = train_model(ds, encoder="lstm", attention="tanh", progress=False)
+    test, dev = ds.test, ds.dev
+    n_test = min(len(test), N_SENTENCES)
+    ids = list(test.ids[:n_test]) + list(dev.ids[: N_SENTENCES - n_test])
+    labels = np.concatenate([test.labels[:n_test], dev.labels[: N_SENTENCES - n_test]])
+    return trained.model.cpu().eval(), ids, labels
+
+
+def _batches(ids, labels, batch_size: int):
+    """Length-bucketed batches of the sentences, as Split.batches builds them."""
+    import numpy as np
+
+    from attnlib.data import collate
+
+    order = np.argsort([len(x) for x in ids], kind="stable")
+    return [
+        collate([ids[i] for i in chunk], labels[chunk], chunk)
+        for chunk in (order[s : s + batch_size] for s in range(0, len(order), batch_size))
+    ]
+
+
+def loop_reference(model, ids) -> list:
+    """One forward pass per deletion (and one per sentence for y-hat(x)): TVD per real token."""
+    import numpy as np
+    import torch
+
+    out = []
+    with torch.no_grad():
+        for x in ids:
+            full = model(torch.as_tensor(x, dtype=torch.long)[None]).probs[0]
+            scores = np.zeros(len(x) - 2)
+            for t in range(1, len(x) - 1):
+                kept = np.concatenate([x[:t], x[t + 1 :]])
+                p = model(torch.as_tensor(kept, dtype=torch.long)[None]).probs[0]
+                scores[t - 1] = 0.5 * float((full - p).abs().sum())
+            out.append(scores)
+    return out
+
+
+def batched(model, batches) -> list:
+    from attnlib.importance import leave_one_out
+
+    out = []
+    for batch in batches:
+        scores = leave_one_out(model, batch).cpu().numpy()
+        mask = batch.mask.numpy()
+        out.extend(scores[r][mask[r]] for r in range(len(batch)))
+    return out
+
+
+def bench_loo(repeats: int = 3, batch_size: int = 64, threads: int | None = 1) -> dict:
+    """Time batched LOO against the per-deletion loop, both on ``threads`` torch threads.
+
+    One thread by default: the ratio then measures batching, not the core count, and it
+    stays meaningful on a shared machine, where OpenMP threads competing with other
+    processes can slow the batched side ten-fold. ``threads=None`` keeps torch's default.
+    """
+    import numpy as np
+    import torch
+
+    before = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(threads)
+    try:
+        model, ids, labels = _setup()
+        batches = _batches(ids, labels, batch_size)
+        order = np.concatenate([b.index.numpy() for b in batches])
+        n_rows = int(sum(len(x) - 2 for x in ids))
+
+        # warm-up, and the check that both sides compute the same scores (on 100 sentences)
+        fast = batched(model, batches)[:100]
+        slow = loop_reference(model, [ids[i] for i in order[:100]])
+        diff = max(float(np.max(np.abs(a - b))) for a, b in zip(fast, slow))
+
+        batched_s, loop_s = [], []
+        for _ in range(repeats):  # interleaved: both sides see the same machine load
+            start = time.perf_counter()
+            batched(model, batches)
+            batched_s.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            loop_reference(model, ids)
+            loop_s.append(time.perf_counter() - start)
+        n_threads = torch.get_num_threads()
+    finally:
+        torch.set_num_threads(before)
+    b, l_ = statistics.median(batched_s), statistics.median(loop_s)
+    ratio = l_ / b
+    print(
+        f"LOO on {len(ids):,} rt-polarity sentences: batched {b:.2f} s, per-token loop {l_:.2f} s, "
+        f"ratio {ratio:.1f}x (target >= {TARGET_RATIO:.0f}x); {n_rows:,} deletions, "
+        f"max |diff| {diff:.1e}, {n_threads} torch thread(s)"
+    )
+    return {"batched_s": b, "loop_s": l_, "ratio": ratio, "deletions": n_rows, "max_abs_diff": diff,
+            "threads": n_threads}
+
+
+BENCHMARKS = {"loo": bench_loo}
+
+if __name__ == "__main__":
+    import sys
+
+    bench_loo(threads=int(sys.argv[1]) if len(sys.argv) > 1 else 1)

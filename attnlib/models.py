@@ -236,7 +236,11 @@ class AttentionClassifier(nn.Module):
         if attention.ndim == 2:
             context = torch.einsum("bt,bth->bh", attention, hidden)
         elif attention.ndim == 3:
-            context = torch.einsum("bkt,bth->bkh", attention, hidden)
+            # The decoder is linear, so Linear(sum_t alpha_t h_t) = sum_t alpha_t (W h_t) + b: project
+            # each h_t once and mix the K candidates in logit space (H/C times fewer operations).
+            token_logits = torch.matmul(hidden, self.decoder.weight.t())  # (B, T, C')
+            logits = torch.einsum("bkt,btc->bkc", attention, token_logits) + self.decoder.bias
+            return self.probabilities(logits), logits
         else:
             raise ValueError(f"attention must have shape (B, T) or (B, K, T), got {tuple(attention.shape)}")
         logits = self.decoder(context)

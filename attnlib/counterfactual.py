@@ -1,0 +1,750 @@
+"""Counterfactual attention: permute it (J&W Alg. 2) or search for adversarial attention (Alg. 3).
+
+Both experiments of Jain & Wallace 2019, *Attention is not Explanation* (Sec. 4.2-4.3),
+keep the encoder's hidden states h fixed and ask what the output y-hat would have been
+under a *different* attention alpha over the same tokens:
+
+* :func:`permute_attention` -- scramble alpha-hat among the real tokens, 100 times per
+  instance, and report the median output change, median_p TVD(y-hat, y-hat_p). If the
+  output barely moves, the particular ordering of the weights did not matter.
+* :func:`adversarial_attention` -- optimise k attention distributions per instance that
+  are as different as possible (JSD) from alpha-hat and from each other while the output
+  stays within eps in TVD, and report the eps-max JSD: the largest JSD(alpha, alpha-hat)
+  among the candidates that keep the output. J&W count JSD >= 0.49 as "very different"
+  (:func:`fraction_very_different`).
+* :func:`bin_by_max_attention` -- the long table behind J&W's violin plots: a quantity per
+  instance against bins of max_t alpha-hat_t.
+
+Implementation: the encoder runs once (no gradient, model in eval mode, restored
+after); instances are padded into one tensor and all permutations / candidates of all
+of them go through ONE call of ``model.decode(hidden, attention)`` with attention of
+shape (n, K, T) -- no loop over instances, permutations or candidates. A test split is
+sorted by length and cut into a few large length buckets (about 256 sentences for the
+adversary, 128 for permutations, fewer when a memory budget requires), each padded only
+to its own longest sentence: on 2 CPU cores that is faster than padding everything to
+the longest sentence of the split, and several times faster than J&W's batches of 32
+(``benchmarks/bench_counterfactual.py``). Attention is always a distribution over the
+real tokens: exactly 0 on <SOS>, <EOS> and padding. Distances use :mod:`attnlib.metrics`
+(natural logs, so 0 <= JSD <= ln 2; logs clamped, finite gradients at zeros).
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import pandas as pd
+import torch
+
+from . import metrics
+from ._checks import check_positive_int, check_positive_number
+from .data import Batch, Split
+from .models import masked_softmax
+
+__all__ = [
+    "PermutationResult",
+    "AdversaryResult",
+    "permute_attention",
+    "adversarial_attention",
+    "fraction_very_different",
+    "bin_by_max_attention",
+    "VERY_DIFFERENT_JSD",
+    "MAX_ATTENTION_BINS",
+]
+
+#: J&W's threshold for an adversarial attention that is "very different" (about 70% of ln 2).
+VERY_DIFFERENT_JSD = 0.49
+#: J&W's bins of max attention for the violin plots: [0, .25), [.25, .5), [.5, .75), [.75, 1].
+MAX_ATTENTION_BINS = (0.0, 0.25, 0.5, 0.75, 1.0)
+
+# How many instances share one tensor program. Instances are sorted by length and cut
+# into chunks of about this many rows (equal sizes), each padded only to its own longest
+# sentence; a chunk is cut further if it would exceed the memory budget (in tensor
+# elements, float32: 4 bytes each). Measured on 2 CPU cores with rt-polarity: padding a
+# whole test split to its longest sentence costs more than a few chunks do, and chunks
+# of 32 (J&W's batches) cost more in per-call overhead.
+_PERMUTATION_ROWS = 128
+_ADVERSARY_ROWS = 256
+_PERMUTATION_BUDGET = 2**23
+_ADVERSARY_BUDGET = 2**25
+
+
+# ----------------------------------------------------------------------------- results
+@dataclass
+class PermutationResult:
+    """Output of :func:`permute_attention`; one entry per instance, in ``indices`` order.
+
+    median_tvd:    (N,) median over permutations of TVD(y-hat, y-hat_p).
+    max_attention: (N,) max_t alpha-hat_t (the x axis of J&W's violin plots).
+    predicted:     (N,) argmax of y-hat.
+    labels:        (N,) gold labels.
+    indices:       (N,) positions of the instances in their split.
+    all_tvd:       (N, n_permutations) every TVD(y-hat, y-hat_p).
+    probs:         (N, C) y-hat.
+    lengths:       (N,) real tokens per instance (no <SOS>/<EOS>).
+    permutations:  (N, n_permutations, T) or None (``keep_permutations=True``): source
+                   positions, alpha_p[t] = alpha-hat[permutations[p, t]], over the padded
+                   token positions (identity on <SOS>, <EOS>, padding).
+    """
+
+    median_tvd: np.ndarray
+    max_attention: np.ndarray
+    predicted: np.ndarray
+    labels: np.ndarray
+    indices: np.ndarray
+    all_tvd: np.ndarray | None
+    probs: np.ndarray
+    lengths: np.ndarray
+    n_permutations: int
+    seed: int
+    permutations: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.median_tvd)
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per instance: index, label, predicted, length, max_attention, median_tvd."""
+        return pd.DataFrame(
+            {
+                "index": self.indices,
+                "label": self.labels,
+                "predicted": self.predicted,
+                "length": self.lengths,
+                "max_attention": self.max_attention,
+                "median_tvd": self.median_tvd,
+            }
+        )
+
+
+@dataclass
+class AdversaryResult:
+    """Output of :func:`adversarial_attention`; one entry per instance, in ``indices`` order.
+
+    Padded arrays share the token axis T of ``mask`` (True on real tokens):
+
+    eps:           the eps this result is selected at (see :meth:`select`).
+    search_eps:    the eps in the search's penalty term.
+    candidates:    (N, K, T) the K adversarial attentions, 0 off the real tokens.
+    alpha:         (N, T) the model's own attention alpha-hat.
+    tvd:           (N, K) TVD(y-hat, y_k), the output change of each candidate.
+    jsd:           (N, K) JSD(alpha_k, alpha-hat).
+    kept:          (N, K) bool, tvd <= eps.
+    eps_max_jsd:   (N,) max JSD over the kept candidates and alpha-hat itself (so >= 0).
+    best:          (N,) index of that candidate, -1 when it is alpha-hat (none kept).
+    probs:         (N, C) y-hat; candidate_probs (N, K, C) y_k.
+    max_attention, predicted, labels, indices, lengths: (N,) as in :class:`PermutationResult`.
+    settings:      k, steps, lr, penalty, init_noise, seed of the search.
+
+    ``attention``, ``best_attention`` and :meth:`candidate` give per-instance arrays over
+    the real tokens only.
+    """
+
+    eps: float
+    search_eps: float
+    candidates: np.ndarray
+    mask: np.ndarray
+    alpha: np.ndarray
+    tvd: np.ndarray
+    jsd: np.ndarray
+    kept: np.ndarray
+    eps_max_jsd: np.ndarray
+    best: np.ndarray
+    probs: np.ndarray
+    candidate_probs: np.ndarray
+    max_attention: np.ndarray
+    predicted: np.ndarray
+    labels: np.ndarray
+    indices: np.ndarray
+    lengths: np.ndarray
+    settings: dict = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.eps_max_jsd)
+
+    @property
+    def attention(self) -> list[np.ndarray]:
+        """alpha-hat per instance, over its real tokens."""
+        return [a[m] for a, m in zip(self.alpha, self.mask)]
+
+    @property
+    def best_attention(self) -> list[np.ndarray]:
+        """The eps-max candidate per instance over its real tokens (alpha-hat if none is kept)."""
+        out = []
+        for i, b in enumerate(self.best):
+            row = self.alpha[i] if b < 0 else self.candidates[i, b]
+            out.append(row[self.mask[i]])
+        return out
+
+    def candidate(self, i: int) -> np.ndarray:
+        """The K candidates of instance ``i`` (a position in this result), shape (K, n_i)."""
+        return self.candidates[i][:, self.mask[i]]
+
+    def select(self, eps: float) -> "AdversaryResult":
+        """The same candidates re-selected at another ``eps``, without re-running the search.
+
+        kept = TVD <= eps, eps_max_jsd and best are recomputed; nothing else changes.
+        A larger eps keeps a superset, so eps_max_jsd never decreases. Selecting at an eps
+        smaller than ``search_eps`` is valid too: it only drops candidates. Either way the
+        candidates were optimised against ``search_eps``, so the result is a lower bound on
+        what a search run at the new eps would find (J&W searched at 0.01 for
+        classification; their plotting code selected at 0.05).
+        """
+        eps = check_positive_number(eps, "eps")
+        kept, eps_max, best = _select(self.tvd, self.jsd, eps)
+        return replace(self, eps=eps, kept=kept, eps_max_jsd=eps_max, best=best)
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per instance: index, label, predicted, length, max_attention, eps_max_jsd, n_kept."""
+        return pd.DataFrame(
+            {
+                "index": self.indices,
+                "label": self.labels,
+                "predicted": self.predicted,
+                "length": self.lengths,
+                "max_attention": self.max_attention,
+                "eps_max_jsd": self.eps_max_jsd,
+                "n_kept": self.kept.sum(1),
+            }
+        )
+
+
+# ----------------------------------------------------------------------------- helpers
+def _check_seed(seed) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    return int(seed)
+
+
+def _check_model(model) -> None:
+    for name in ("encode", "attend", "decode"):
+        if not callable(getattr(model, name, None)):
+            raise ValueError(
+                f"model must be an attnlib.models.AttentionClassifier (with encode/attend/decode), "
+                f"got {type(model).__name__}"
+            )
+
+
+def _device(model) -> torch.device:
+    try:
+        return next(model.parameters()).device
+    except (StopIteration, AttributeError):
+        return torch.device("cpu")
+
+
+@contextmanager
+def _eval_mode(model):
+    """Eval mode for the duration; the training flag is restored after."""
+    was_training = getattr(model, "training", False)
+    if hasattr(model, "eval"):
+        model.eval()
+    try:
+        yield
+    finally:
+        if hasattr(model, "train"):
+            model.train(was_training)
+
+
+def _stratified_rows(labels: np.ndarray, k: int, seed: int) -> np.ndarray:
+    """A seeded stratified sample of ``k`` row numbers (class shares kept), in ascending order."""
+    n = len(labels)
+    if k >= n:
+        return np.arange(n)
+    rng = np.random.default_rng(seed)
+    classes, counts = np.unique(labels, return_counts=True)
+    exact = k * counts / n
+    quota = np.floor(exact).astype(np.int64)
+    extra = k - int(quota.sum())
+    if extra:  # largest remainders first, ties by class
+        quota[np.lexsort((classes, -(exact - quota)))[:extra]] += 1
+    chosen = [rng.permutation(np.flatnonzero(labels == c))[:q] for c, q in zip(classes, quota)]
+    return np.sort(np.concatenate(chosen))
+
+
+def _take(batch: Batch, rows) -> Batch:
+    """Rows of a Batch, trimmed to their longest instance."""
+    rows = torch.as_tensor(np.asarray(rows), dtype=torch.long)
+    lengths = batch.lengths[rows]
+    T = int(lengths.max())
+    return Batch(
+        tokens=batch.tokens[rows, :T],
+        lengths=lengths,
+        mask=batch.mask[rows, :T],
+        labels=batch.labels[rows],
+        index=batch.index[rows],
+        rationale=None if batch.rationale is None else batch.rationale[rows, :T],
+    )
+
+
+def _instances(split_or_batch, max_instances, seed: int) -> Batch:
+    """All (or a seeded stratified ``max_instances``) instances as one padded CPU Batch."""
+    if max_instances is not None:
+        max_instances = check_positive_int(max_instances, "max_instances")
+    if isinstance(split_or_batch, Split):
+        if len(split_or_batch) == 0:
+            raise ValueError(f"split {split_or_batch.name!r} is empty")
+        rows = np.arange(len(split_or_batch))
+        if max_instances is not None:
+            rows = _stratified_rows(split_or_batch.labels, max_instances, seed)
+        return split_or_batch.batch(rows)
+    if isinstance(split_or_batch, Batch):
+        batch = split_or_batch.to("cpu")
+        if len(batch) == 0:
+            raise ValueError("the batch is empty")
+        if max_instances is not None and max_instances < len(batch):
+            batch = _take(batch, _stratified_rows(batch.labels.numpy(), max_instances, seed))
+        return batch
+    raise ValueError(
+        f"split_or_batch must be an attnlib.data.Split or Batch, got {type(split_or_batch).__name__}"
+    )
+
+
+def _chunks(
+    lengths: np.ndarray, rows: int, cost_per_instance, budget: int, chunk_size: int | None
+) -> list[np.ndarray]:
+    """Row numbers sorted by length, cut into consecutive chunks (length buckets).
+
+    ``chunk_size`` given: chunks of exactly that many rows (the last may be smaller).
+    Otherwise about ``rows`` rows per chunk, evened out (842 rows at 256 -> 4 x 210/211),
+    and never more than fit ``budget`` elements, where a row of a chunk padded to length
+    T costs ``cost_per_instance(T)`` (rows are sorted, so the chunk's last row sets T).
+    """
+    order = np.argsort(lengths, kind="stable")
+    if chunk_size is None:
+        chunk_size = -(-len(order) // -(-len(order) // rows))
+        limit_by_budget = True
+    else:
+        limit_by_budget = False
+    out, start = [], 0
+    while start < len(order):
+        stop = min(start + chunk_size, len(order))
+        if limit_by_budget:
+            while stop - start > 1 and (stop - start) * cost_per_instance(int(lengths[order[stop - 1]])) > budget:
+                stop -= 1
+        out.append(order[start:stop])
+        start = stop
+    return out
+
+
+def _real_span(mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """First real position and number of real tokens per row; checks that they are contiguous."""
+    n_real = mask.sum(-1)
+    first = mask.to(torch.int8).argmax(-1)
+    pos = torch.arange(mask.shape[-1], device=mask.device)
+    contiguous = (pos >= first[:, None]) & (pos < (first + n_real)[:, None])
+    if not torch.equal(contiguous, mask):
+        raise ValueError("the real tokens of each instance must be contiguous: <SOS> w1 ... wn <EOS> PAD ...")
+    return first, n_real
+
+
+def _permutation_sources(mask: torch.Tensor, n_permutations: int, generator: torch.Generator) -> torch.Tensor:
+    """Random source positions (n, P, T): alpha_p[t] = alpha[src[p, t]] permutes only real tokens.
+
+    One sort of random integer keys per row, each key carrying its position in the low
+    b bits (T <= 2^b): real tokens get keys (1 + r) * 2^b + t with r uniform in
+    [0, 2^R - 2), positions before them (<SOS>) the key t and positions after them
+    (<EOS>, padding) (2^R - 1) * 2^b + t. Sorting puts <SOS> first, then the real
+    positions in uniformly random order, then <EOS> and padding in order, so
+    ``sorted & (2^b - 1)`` is the identity off the real tokens and a uniformly random
+    permutation on them. (Equal r, probability about n^2 / 2^(R+1) per row with R >= 21,
+    fall back to position order: negligible.) Sorting packed values with NumPy's
+    vectorised sort is about 5x faster than argsort of float keys on CPU.
+    """
+    mask = mask.cpu()
+    n, T = mask.shape
+    first, _ = _real_span(mask)
+    b = max(1, (T - 1).bit_length())
+    dtype, R = (torch.int32, 31 - b) if b <= 10 else (torch.int64, 40)
+    pos = torch.arange(T, dtype=dtype)
+    after = ((1 << R) - 1) << b
+    fixed = torch.where(pos < first[:, None].to(dtype), pos, pos + after)  # (n, T)
+    random = torch.randint(0, (1 << R) - 2, (n, n_permutations, T), generator=generator, dtype=dtype)
+    keys = torch.where(mask[:, None, :], ((random + 1) << b) | pos, fixed[:, None, :])
+    ordered = np.sort(keys.numpy(), axis=-1)
+    return torch.from_numpy(ordered & ((1 << b) - 1)).long()
+
+
+def _select(tvd: np.ndarray, jsd: np.ndarray, eps: float):
+    """kept = tvd <= eps; eps-max JSD over kept candidates and alpha-hat (JSD 0); its index (-1 = alpha-hat)."""
+    kept = tvd <= eps
+    masked = np.where(kept, jsd, -np.inf)
+    best = masked.argmax(1) if masked.shape[1] else np.zeros(len(masked), dtype=np.int64)
+    best_value = masked[np.arange(len(masked)), best] if masked.shape[1] else np.full(len(masked), -np.inf)
+    use_hat = ~(best_value > 0.0)
+    eps_max = np.where(use_hat, 0.0, best_value)
+    best = np.where(use_hat, -1, best).astype(np.int64)
+    return kept, eps_max, best
+
+
+def _xlogx(p: torch.Tensor) -> torch.Tensor:
+    """p log p, exactly 0 at p = 0 (log clamped at metrics.EPS, as in attnlib.metrics)."""
+    return p * torch.log(p.clamp_min(metrics.EPS))
+
+
+def _loss_jsd(p: torch.Tensor, q: torch.Tensor, neg_entropy_p: torch.Tensor, neg_entropy_q: torch.Tensor) -> torch.Tensor:
+    """JSD(p, q) = 1/2 (sum p log p + sum q log q) - sum m log m, m = (p + q) / 2 (natural logs).
+
+    The same value and gradient (1/2 log(p / m)) as :func:`attnlib.metrics.jsd`, which
+    computes 1/2 KL(p || m) + 1/2 KL(q || m); written with the per-distribution terms
+    sum p log p passed in, so that for all pairs of candidates they are computed once.
+    It takes about a third of the elementwise work of the KL form inside the
+    optimisation loop; reported JSDs use :func:`attnlib.metrics.jsd`.
+    """
+    return 0.5 * (neg_entropy_p + neg_entropy_q) - _xlogx(0.5 * (p + q)).sum(-1)
+
+
+def _instance_seed(seed: int, index: int) -> int:
+    """A seed for one instance, from the run's seed and the instance's position in its split."""
+    return int(np.random.SeedSequence([seed, int(index)]).generate_state(1, np.uint64)[0] >> 1)
+
+
+def _initial_logits(first, n_real, index, k: int, seed: int, init_noise: float, T: int) -> torch.Tensor:
+    """J&W's start: log(uniform over the real tokens) + init_noise * N(0, 1), seeded per instance.
+
+    Each instance draws its own noise from a generator seeded by (seed, its split index),
+    so its start -- and hence its whole search -- does not depend on which other
+    instances share the tensor (the loss is a sum of per-instance terms and Adam is
+    elementwise). Entries off the real tokens are 0 (masked out of every softmax).
+    """
+    n = len(first)
+    out = torch.zeros(n, k, T)
+    g = torch.Generator()
+    for i in range(n):  # set-up only (a few microseconds per instance), not the optimisation
+        L, f = int(n_real[i]), int(first[i])
+        g.manual_seed(_instance_seed(seed, int(index[i])))
+        out[i, :, f : f + L] = -math.log(L) + init_noise * torch.randn(k, L, generator=g)
+    return out
+
+
+# ----------------------------------------------------------------------------- permutation
+def _permutation_changes(model, hidden, mask, alpha, n_permutations: int, generator: torch.Generator):
+    """The batched core of Alg. 2 for one chunk, h and alpha-hat given (no encoder).
+
+    Returns TVD(y-hat, y-hat_p) (n, P), y-hat (n, C) and the source positions (n, P, T).
+    alpha-hat is decoded as row 0 next to the P permutations in ONE ``model.decode`` call
+    with attention (n, 1 + P, T), so y-hat and the y-hat_p come from the same kernel.
+    """
+    src = _permutation_sources(mask, n_permutations, generator)  # (n, P, T), CPU
+    n, T = alpha.shape
+    P = n_permutations
+    permuted = alpha.unsqueeze(1).expand(n, P, T).gather(-1, src.to(alpha.device))
+    probs, _ = model.decode(hidden, torch.cat([alpha.unsqueeze(1), permuted], 1))  # (n, 1 + P, C)
+    change = metrics.tvd(probs[:, 1:], probs[:, :1].expand(n, P, probs.shape[-1]), check=False)
+    return change, probs[:, 0], src
+
+
+def permute_attention(
+    model,
+    split_or_batch,
+    *,
+    n_permutations: int = 100,
+    seed: int = 0,
+    max_instances: int | None = None,
+    batch_size: int | None = None,
+    keep_permutations: bool = False,
+) -> PermutationResult:
+    """Output change when attention is permuted among the real tokens (J&W 2019, Alg. 2).
+
+    For each instance, with h the (fixed) hidden states and alpha-hat the model's
+    attention, draw P = ``n_permutations`` uniformly random permutations pi_p of the real
+    tokens and compute
+
+        Delta y-hat = median_p TVD(y-hat, y-hat_p),  y-hat_p = decode(h, alpha-hat o pi_p).
+
+    Weight is only moved among real tokens, never onto <SOS>, <EOS> or padding. For
+    binary outputs TVD(y-hat, y-hat_p) = |y-hat_1 - y-hat_p,1|, J&W's output difference.
+    J&W plot violins of Delta y-hat against bins of max_t alpha-hat_t
+    (:func:`bin_by_max_attention`).
+
+    Args:
+        model: an :class:`attnlib.models.AttentionClassifier`; put in eval mode for the
+            call (restored after), no gradients.
+        split_or_batch: a :class:`attnlib.data.Split` (all instances, or a seeded
+            stratified ``max_instances``) or a :class:`attnlib.data.Batch`.
+        n_permutations: P, J&W use 100.
+        seed: seeds the permutations (one ``torch.Generator``) and the subsample.
+        batch_size: instances per tensor program; None (default): length buckets of
+            about 128 sentences (fewer for long documents, by a memory budget).
+            Instances are sorted by length and each chunk is padded to its longest. The
+            same arguments give the same permutations; another ``batch_size`` draws
+            other (equally random) ones.
+        keep_permutations: also return the permutations (N, P, T).
+
+    All permutations of all instances of a chunk go through ONE ``model.decode`` call
+    with attention of shape (n, 1 + P, T) (alpha-hat itself is row 0, so y-hat and the
+    y-hat_p come from the same kernel: an attention invariant to permutation, e.g.
+    uniform, gives exactly 0).
+    """
+    _check_model(model)
+    P = check_positive_int(n_permutations, "n_permutations")
+    seed = _check_seed(seed)
+    if batch_size is not None:
+        batch_size = check_positive_int(batch_size, "batch_size")
+    batch = _instances(split_or_batch, max_instances, seed)
+    device = _device(model)
+    N, T_all = batch.tokens.shape
+    H = int(getattr(getattr(model, "config", None), "hidden_size", 256))
+    lengths = batch.lengths.numpy()
+    chunks = _chunks(lengths, _PERMUTATION_ROWS, lambda T: (P + 1) * (H + 4 * T), _PERMUTATION_BUDGET, batch_size)
+
+    generator = torch.Generator().manual_seed(seed)
+    all_tvd = np.empty((N, P), dtype=np.float64)
+    max_attention = np.empty(N, dtype=np.float64)
+    probs_out: np.ndarray | None = None
+    perms = np.broadcast_to(np.arange(T_all), (N, P, T_all)).copy() if keep_permutations else None
+    with _eval_mode(model), torch.no_grad():
+        for rows in chunks:
+            encoded = model.encode(_take(batch, rows).to(device))
+            alpha = model.attend(encoded)  # (n, T)
+            change, y_hat, src = _permutation_changes(model, encoded.hidden, encoded.mask, alpha, P, generator)
+            all_tvd[rows] = change.double().cpu().numpy()
+            max_attention[rows] = alpha.max(-1).values.double().cpu().numpy()
+            if probs_out is None:
+                probs_out = np.empty((N, y_hat.shape[-1]), dtype=np.float64)
+            probs_out[rows] = y_hat.double().cpu().numpy()
+            if perms is not None:
+                perms[rows, :, : src.shape[-1]] = src.numpy()
+    return PermutationResult(
+        median_tvd=np.median(all_tvd, axis=1),  # the mean of the middle two for even P, as np.median in J&W
+        max_attention=max_attention,
+        predicted=probs_out.argmax(-1),
+        labels=batch.labels.numpy().copy(),
+        indices=batch.index.numpy().copy(),
+        all_tvd=all_tvd,
+        probs=probs_out,
+        lengths=lengths - 2,
+        n_permutations=P,
+        seed=seed,
+        permutations=perms,
+    )
+
+
+# ----------------------------------------------------------------------------- adversary
+def adversarial_attention(
+    model,
+    split_or_batch,
+    *,
+    eps: float = 0.01,
+    k: int = 5,
+    steps: int = 500,
+    lr: float = 0.01,
+    penalty: float = 500.0,
+    init_noise: float = 3.0,
+    seed: int = 0,
+    max_instances: int | None = None,
+    chunk_size: int | None = None,
+    progress: bool = False,
+) -> AdversaryResult:
+    """Adversarial attention search (J&W 2019, Alg. 3, Eq. 1-2): k alphas that keep y-hat.
+
+    For each instance find k attention distributions alpha_1..alpha_k over its real
+    tokens, as different as possible from alpha-hat and from each other, whose outputs
+    y_i = decode(h, alpha_i) stay within ``eps`` of y-hat in TVD. With h fixed
+    (detached; the encoder runs once) and alpha_i = softmax over the real tokens of free
+    logits, Adam (lr 0.01, amsgrad, as in J&W's code) minimises, for ``steps`` steps,
+
+        L = sum_n sum_i [ -JSD(alpha_i, alpha-hat) + penalty * relu(TVD(y_i, y-hat) - eps) ]
+            - sum_n mean_{i, j} JSD(alpha_i, alpha_j),
+
+    where the last mean runs over all k^2 ordered pairs (diagonal included), exactly as
+    J&W's code computes it; that is (k-1)/k times the mean over the pairs i < j. The
+    logits start at log(uniform) + init_noise * N(0, 1), seeded per instance (so an
+    instance's search does not depend on what else is in the tensor).
+
+    Selection: a candidate is kept when TVD(y_i, y-hat) <= eps; alpha-hat itself always
+    counts (JSD 0), so the reported eps-max JSD = max over the kept of JSD(alpha_i,
+    alpha-hat) lies in [0, ln 2]. J&W call JSD >= 0.49 "very different"
+    (:func:`fraction_very_different`; they report 0.50 / 0.54 of SST instances by
+    predicted class 0 / 1 and 0.97 / 0.93 for IMDB). Use :meth:`AdversaryResult.select`
+    to re-select at another eps without searching again.
+
+    Args:
+        eps: the output tolerance. J&W's paper states 0.01 for classification (0.05 for
+            QA); their plotting code selected at 0.05 -- ``result.select(0.05)``.
+        k: candidates per instance (J&W: 5). steps: Adam steps (J&W: 500).
+        lr, penalty, init_noise: J&W's 0.01, 500 and 3.
+        seed: seeds the initial logits (per instance) and the subsample.
+        max_instances: with a Split, a seeded stratified subsample of this size.
+        chunk_size: instances per tensor program; None (default): length buckets of
+            about 256 sentences (the 842 rt-polarity test sentences: 4 programs of
+            (210, k, T)), fewer for long documents by a memory budget of about 128 MB per
+            (n, T, H) tensor. ``chunk_size=len(split)`` makes the whole split one program;
+            ``chunk_size=32`` runs the same algorithm batch by batch like J&W. All give
+            the same result up to float rounding (about 1e-6), since every instance is
+            seeded on its own and the loss is a sum of per-instance terms.
+        progress: show a tqdm bar over the optimisation steps.
+
+    The model is put in eval mode (restored after); its parameters receive no
+    gradient (only the attention logits are differentiated, with torch.autograd.grad).
+    """
+    _check_model(model)
+    eps = check_positive_number(eps, "eps")
+    k = check_positive_int(k, "k")
+    steps = check_positive_int(steps, "steps")
+    lr = check_positive_number(lr, "lr")
+    penalty = check_positive_number(penalty, "penalty", allow_zero=True)
+    init_noise = check_positive_number(init_noise, "init_noise", allow_zero=True)
+    seed = _check_seed(seed)
+    if chunk_size is not None:
+        chunk_size = check_positive_int(chunk_size, "chunk_size")
+    batch = _instances(split_or_batch, max_instances, seed)
+    device = _device(model)
+    N, T_all = batch.tokens.shape
+    H = int(getattr(getattr(model, "config", None), "hidden_size", 256))
+    lengths = batch.lengths.numpy()
+    n_pairs = k * (k - 1) // 2
+    chunks = _chunks(lengths, _ADVERSARY_ROWS, lambda T: T * (H + 8 * k + 8 * n_pairs), _ADVERSARY_BUDGET, chunk_size)
+    pair_i, pair_j = torch.triu_indices(k, k, offset=1, device=device)
+
+    candidates = np.zeros((N, k, T_all), dtype=np.float32)
+    alpha_all = np.zeros((N, T_all), dtype=np.float32)
+    tvd_all = np.empty((N, k), dtype=np.float64)
+    jsd_all = np.empty((N, k), dtype=np.float64)
+    probs_all: np.ndarray | None = None
+    cand_probs_all: np.ndarray | None = None
+
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=steps * len(chunks), desc="adversarial attention", unit="step", disable=not progress)
+    with _eval_mode(model), bar:
+        for rows in chunks:
+            sub = _take(batch, rows).to(device)
+            with torch.no_grad():
+                encoded = model.encode(sub)
+                alpha_hat = model.attend(encoded)  # (n, T)
+                y_hat, _ = model.decode(encoded.hidden, alpha_hat)  # (n, C)
+            hidden = encoded.hidden.detach()
+            mask = encoded.mask
+            n, T = mask.shape
+            C = y_hat.shape[-1]
+            first, n_real = _real_span(mask.cpu())
+            logits = _initial_logits(first, n_real, sub.index.cpu(), k, seed, init_noise, T)
+            logits = logits.to(device=device, dtype=hidden.dtype).requires_grad_(True)
+            optimizer = torch.optim.Adam([logits], lr=lr, amsgrad=True)
+            mask3 = mask.unsqueeze(1)  # (n, 1, T)
+            hat3 = alpha_hat.unsqueeze(1).expand(n, k, T)
+            y_hat3 = y_hat.unsqueeze(1).expand(n, k, C)
+            hat_terms = _xlogx(alpha_hat).sum(-1, keepdim=True)  # (n, 1): sum alpha-hat log alpha-hat
+
+            for _ in range(steps):
+                attention = masked_softmax(logits, mask3)  # (n, k, T)
+                y, _ = model.decode(hidden, attention)  # (n, k, C)
+                output_change = metrics.tvd(y, y_hat3, check=False)  # (n, k)
+                terms = _xlogx(attention).sum(-1)  # (n, k)
+                to_hat = _loss_jsd(attention, hat3, terms, hat_terms)  # (n, k) JSD(alpha_i, alpha-hat)
+                loss = (penalty * torch.relu(output_change - eps) - to_hat).sum()
+                if n_pairs:  # JSD(alpha_i, alpha_j) for i < j; J&W's mean over all k^2 ordered pairs
+                    cross = _loss_jsd(attention[:, pair_i], attention[:, pair_j], terms[:, pair_i], terms[:, pair_j])
+                    loss = loss - cross.sum() * (2.0 / (k * k))
+                (grad,) = torch.autograd.grad(loss, [logits])
+                logits.grad = grad
+                optimizer.step()
+                bar.update(1)
+
+            with torch.no_grad():
+                attention = masked_softmax(logits, mask3)
+                y, _ = model.decode(hidden, attention)
+                tvd_all[rows] = metrics.tvd(y, y_hat3, check=False).double().cpu().numpy()
+                jsd_all[rows] = metrics.jsd(attention, hat3, check=False).double().cpu().numpy()
+                candidates[rows, :, :T] = attention.float().cpu().numpy()
+                alpha_all[rows, :T] = alpha_hat.float().cpu().numpy()
+                if probs_all is None:
+                    probs_all = np.empty((N, C), dtype=np.float64)
+                    cand_probs_all = np.empty((N, k, C), dtype=np.float64)
+                probs_all[rows] = y_hat.double().cpu().numpy()
+                cand_probs_all[rows] = y.double().cpu().numpy()
+
+    kept, eps_max, best = _select(tvd_all, jsd_all, eps)
+    return AdversaryResult(
+        eps=eps,
+        search_eps=eps,
+        candidates=candidates,
+        mask=batch.mask.numpy().copy(),
+        alpha=alpha_all,
+        tvd=tvd_all,
+        jsd=jsd_all,
+        kept=kept,
+        eps_max_jsd=eps_max,
+        best=best,
+        probs=probs_all,
+        candidate_probs=cand_probs_all,
+        max_attention=alpha_all.max(1).astype(np.float64),
+        predicted=probs_all.argmax(-1),
+        labels=batch.labels.numpy().copy(),
+        indices=batch.index.numpy().copy(),
+        lengths=lengths - 2,
+        settings={"k": k, "steps": steps, "lr": lr, "penalty": penalty, "init_noise": init_noise, "seed": seed},
+    )
+
+
+# ----------------------------------------------------------------------------- summaries
+def fraction_very_different(result, threshold: float = VERY_DIFFERENT_JSD, *, classes=None) -> pd.DataFrame:
+    """Fraction of instances whose eps-max JSD >= ``threshold``, by predicted class.
+
+    J&W 2019 (Sec. 4.3) count an adversarial attention with JSD(alpha, alpha-hat) >= 0.49
+    as very different and report this fraction per predicted class (SST: 0.50 / 0.54,
+    IMDB: 0.97 / 0.93 at eps = 0.01). ``result``: an :class:`AdversaryResult` (or
+    anything with ``eps_max_jsd`` and ``predicted``); ``classes``: optional class names.
+    Returns one row per predicted class: n, n_very_different, fraction.
+    """
+    threshold = check_positive_number(threshold, "threshold", allow_zero=True)
+    try:
+        values = np.asarray(result.eps_max_jsd, dtype=np.float64)
+        predicted = np.asarray(result.predicted)
+    except AttributeError:
+        raise ValueError("result must be an AdversaryResult (with eps_max_jsd and predicted)") from None
+    if values.shape != predicted.shape or values.ndim != 1:
+        raise ValueError("eps_max_jsd and predicted must be 1-d arrays of the same length")
+    rows = []
+    for c in np.unique(predicted):
+        sel = predicted == c
+        hits = int((values[sel] >= threshold).sum())
+        row = {"predicted": int(c), "n": int(sel.sum()), "n_very_different": hits, "fraction": hits / int(sel.sum())}
+        if classes is not None:
+            row["class"] = classes[int(c)]
+        rows.append(row)
+    columns = ["predicted", *(["class"] if classes is not None else []), "n", "n_very_different", "fraction"]
+    return pd.DataFrame(rows, columns=columns).set_index("predicted")
+
+
+def _bin_labels(bins: np.ndarray) -> list[str]:
+    labels = [f"[{a:g}, {b:g})" for a, b in zip(bins[:-2], bins[1:-1])]
+    return labels + [f"[{bins[-2]:g}, {bins[-1]:g}]"]
+
+
+def bin_by_max_attention(values, max_attention, bins=MAX_ATTENTION_BINS, **columns) -> pd.DataFrame:
+    """Long table for J&W's violin plots: ``values`` per instance against bins of max attention.
+
+    J&W 2019 (Figs. 6-7) plot the median output change under permutation, and the
+    eps-max JSD, against max_t alpha-hat_t in the bins [0, .25), [.25, .5), [.5, .75),
+    [.75, 1] (the last bin is closed). Returns columns ``value``, ``max_attention`` and
+    ``bin`` (an ordered categorical, so empty bins still appear on a plot's axis), plus
+    any per-instance ``columns`` given as keywords (e.g. ``predicted=result.predicted``).
+    """
+    v = np.asarray(values, dtype=np.float64)
+    m = np.asarray(max_attention, dtype=np.float64)
+    if v.ndim != 1 or m.ndim != 1 or len(v) != len(m):
+        raise ValueError(f"values and max_attention must be 1-d and of the same length, got {v.shape} and {m.shape}")
+    if not np.all(np.isfinite(m)) or not np.all(np.isfinite(v)):
+        raise ValueError("values and max_attention must be finite")
+    edges = np.asarray(bins, dtype=np.float64)
+    if edges.ndim != 1 or len(edges) < 2 or not np.all(np.diff(edges) > 0):
+        raise ValueError("bins must be at least 2 strictly increasing edges")
+    if len(m) and (m.min() < edges[0] or m.max() > edges[-1]):
+        raise ValueError(f"max_attention must lie in [{edges[0]:g}, {edges[-1]:g}], the range of bins")
+    codes = np.clip(np.searchsorted(edges, m, side="right") - 1, 0, len(edges) - 2)
+    labels = _bin_labels(edges)
+    frame = pd.DataFrame(
+        {
+            "value": v,
+            "max_attention": m,
+            "bin": pd.Categorical.from_codes(codes, categories=labels, ordered=True),
+        }
+    )
+    for name, col in columns.items():
+        col = np.asarray(col)
+        if col.shape != (len(v),):
+            raise ValueError(f"column {name!r} must have one entry per instance ({len(v)}), got shape {col.shape}")
+        frame[name] = col
+    return frame

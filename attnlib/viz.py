@@ -317,7 +317,7 @@ def plot_violins_by_bin(
     if reference is not None:
         ax.axhline(reference, color="black", lw=0.8, ls=":", label=reference_label)
     if group or reference_label:
-        ax.legend(frameon=False, fontsize=7, loc="upper left")
+        ax.legend(frameon=False, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.set_xticks(range(len(bins)), [str(b) for b in bins])
     ax.set_xlabel(bin_column)
     ax.set_ylabel(ylabel or value)

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import math
 import numbers
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -41,7 +40,7 @@ import torch
 from . import metrics
 from ._checks import check_positive_int, check_positive_number
 from .data import Batch, Split
-from .models import masked_softmax
+from .models import eval_mode, masked_softmax
 
 __all__ = [
     "PermutationResult",
@@ -231,19 +230,6 @@ def _device(model) -> torch.device:
         return next(model.parameters()).device
     except (StopIteration, AttributeError):
         return torch.device("cpu")
-
-
-@contextmanager
-def _eval_mode(model):
-    """Eval mode for the duration; the training flag is restored after."""
-    was_training = getattr(model, "training", False)
-    if hasattr(model, "eval"):
-        model.eval()
-    try:
-        yield
-    finally:
-        if hasattr(model, "train"):
-            model.train(was_training)
 
 
 def _stratified_rows(labels: np.ndarray, k: int, seed: int) -> np.ndarray:
@@ -493,7 +479,7 @@ def permute_attention(
     max_attention = np.empty(N, dtype=np.float64)
     probs_out: np.ndarray | None = None
     perms = np.broadcast_to(np.arange(T_all), (N, P, T_all)).copy() if keep_permutations else None
-    with _eval_mode(model), torch.no_grad():
+    with eval_mode(model), torch.no_grad():
         for rows in chunks:
             encoded = model.encode(_take(batch, rows).to(device))
             alpha = model.attend(encoded)  # (n, T)
@@ -607,7 +593,7 @@ def adversarial_attention(
     from tqdm.auto import tqdm
 
     bar = tqdm(total=steps * len(chunks), desc="adversarial attention", unit="step", disable=not progress)
-    with _eval_mode(model), bar:
+    with eval_mode(model), bar:
         for rows in chunks:
             sub = _take(batch, rows).to(device)
             with torch.no_grad():

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import numbers
 import warnings
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -42,7 +41,7 @@ import torch
 from ._checks import check_positive_int
 from .data import EOS, PAD, SOS, UNK, Batch, Split
 from .metrics import kendall_tau, tvd
-from .models import AttentionClassifier, Encoded, real_token_mask
+from .models import AttentionClassifier, Encoded, eval_mode, real_token_mask
 
 __all__ = [
     "LOO_MODES",
@@ -66,17 +65,6 @@ MAX_TOKENS = 65_536
 
 
 # ----------------------------------------------------------------------------- helpers
-
-
-@contextmanager
-def _eval_mode(model: torch.nn.Module):
-    """Eval mode inside the block, the caller's mode (train/eval) restored after it."""
-    was_training = model.training
-    model.eval()
-    try:
-        yield
-    finally:
-        model.train(was_training)
 
 
 def _check_model(model) -> AttentionClassifier:
@@ -182,7 +170,7 @@ def gradient_importance(model, batch, *, detach_attention: bool = True) -> torch
     model = _check_model(model)
     detach_attention = _check_bool(detach_attention, "detach_attention")
     tokens = _batch_tokens(model, batch)
-    with _eval_mode(model):
+    with eval_mode(model):
         g, _, _ = _gradient(model, tokens, detach_attention)
     return g
 
@@ -353,7 +341,7 @@ def leave_one_out(
     model = _check_model(model)
     replacement = _check_loo_args(model, mode, replacement, max_rows, max_tokens)
     tokens = _batch_tokens(model, batch)
-    with _eval_mode(model), torch.no_grad():
+    with eval_mode(model), torch.no_grad():
         base = _base_probs(model, tokens)
         return _loo(model, tokens, base, mode=mode, replacement=replacement, max_rows=max_rows, max_tokens=max_tokens)
 
@@ -494,7 +482,7 @@ def importance(
     attention, gradient, loo = [None] * n, [None] * n, [None] * n
     order = eligible[np.argsort(lengths[eligible], kind="stable")]  # length buckets: little padding
     device = model.embedding.weight.device
-    with _eval_mode(model):
+    with eval_mode(model):
         for start in range(0, n, batch_size):
             batch = split.batch(order[start : start + batch_size])
             tokens = batch.tokens.to(device)

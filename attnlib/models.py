@@ -20,6 +20,7 @@ Pinter 2019's baseline).
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -40,6 +41,7 @@ __all__ = [
     "real_token_mask",
     "masked_softmax",
     "uniform_attention",
+    "eval_mode",
 ]
 
 ENCODERS = ("lstm", "cnn", "average")
@@ -102,6 +104,17 @@ class Output:
     @property
     def prediction(self) -> torch.Tensor:
         return self.probs.argmax(-1)
+
+
+@contextmanager
+def eval_mode(model: nn.Module):
+    """Eval mode inside the block; the caller's mode (train/eval) is restored after it."""
+    was_training = model.training
+    model.eval()
+    try:
+        yield model
+    finally:
+        model.train(was_training)
 
 
 def real_token_mask(tokens: torch.Tensor) -> torch.Tensor:

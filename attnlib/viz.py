@@ -23,6 +23,7 @@ __all__ = [
     "measures_figure",
     "plot_violins_by_bin",
     "plot_tau_distributions",
+    "plot_violin_panels",
     "compare_heatmap",
     "adversary_heatmap",
     "permutation_figure",
@@ -414,4 +415,14 @@ def permutation_figure(result, split, i: int, attention: Sequence, *, name: str 
     ax.set_ylabel("permutations")
     ax.legend(frameon=False, fontsize=8)
     ax.spines[["top", "right"]].set_visible(False)
+    return fig
+
+
+def plot_violin_panels(frames: dict, *, ylabel: str, ylim=None, reference=None, reference_label=None, height: float = 2.9):
+    """One :func:`plot_violins_by_bin` panel per entry of ``frames`` (title -> long frame), stacked."""
+    fig, axes = plt.subplots(len(frames), 1, figsize=(6.4, height * len(frames)), sharey=True, squeeze=False)
+    for ax, (title, frame) in zip(axes[:, 0], frames.items()):
+        plot_violins_by_bin(frame, value="value", ax=ax, ylabel=ylabel, title=title, ylim=ylim,
+                            reference=reference, reference_label=reference_label)
+    fig.tight_layout()
     return fig

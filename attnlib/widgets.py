@@ -147,33 +147,20 @@ def importance_explorer(results: dict, split, index: int = 0):
 
     ``results`` maps a display name to an :class:`attnlib.importance.ImportanceResult` on ``split``.
     """
-    import ipywidgets as W
-
     from .importance import instance_agreement
     from .viz import compare_heatmap
 
-    if not results:
-        raise ValueError("results must map at least one name to an ImportanceResult")
-    n = min(len(r) for r in results.values())
-    choice = W.Dropdown(options=list(results), description="model")
-    pick = W.IntSlider(value=min(index, n - 1), min=0, max=n - 1, description="instance", continuous_update=False)
-    out = W.Output()
     per_instance = {name: instance_agreement(r) for name, r in results.items()}
 
-    def draw():
-        r, i = results[choice.value], pick.value
-        row = per_instance[choice.value].iloc[i]
-        tokens = split.tokens[int(r.indices[i])]
-        return compare_heatmap(tokens, {
+    def draw(name, i):
+        r, row = results[name], per_instance[name].iloc[i]
+        return compare_heatmap(split.tokens[int(r.indices[i])], {
             f"attention (p(positive) = {r.probs[i, -1]:.2f})": r.attention[i],
             f"gradient  (tau with attention {row['tau_g']:.2f})": r.gradient[i],
             f"leave-one-out  (tau with attention {row['tau_loo']:.2f})": r.loo[i],
         })
 
-    for w in (choice, pick):
-        w.observe(lambda *_: _figure_out(out, draw), names="value")
-    _figure_out(out, draw)
-    return W.VBox([W.HBox([choice, pick]), out])
+    return _model_instance_explorer(results, "ImportanceResult", draw, index)
 
 
 def adversary_explorer(model, split, indices: Sequence[int], *, eps: float = 0.01, k: int = 5, steps: int = 300, seed: int = 0):
@@ -207,21 +194,25 @@ def permutation_explorer(results: dict, split, attention: dict, index: int = 0):
     ``results`` maps a name to an :class:`attnlib.counterfactual.PermutationResult` on ``split``;
     ``attention`` maps the same names to per-split-position attention lists.
     """
-    import ipywidgets as W
-
     from .viz import permutation_figure
 
+    def draw(name, i):
+        return permutation_figure(results[name], split, i, attention[name], name=name)
+
+    return _model_instance_explorer(results, "PermutationResult", draw, index)
+
+
+def _model_instance_explorer(results: dict, what: str, draw, index: int = 0):
+    """A model dropdown and an instance slider over ``results``; ``draw(name, i)`` returns the figure."""
+    import ipywidgets as W
+
     if not results:
-        raise ValueError("results must map at least one name to a PermutationResult")
+        raise ValueError(f"results must map at least one name to a {what}")
     n = min(len(r) for r in results.values())
     choice = W.Dropdown(options=list(results), description="model")
     pick = W.IntSlider(value=min(index, n - 1), min=0, max=n - 1, description="instance", continuous_update=False)
     out = W.Output()
-
-    def draw():
-        return permutation_figure(results[choice.value], split, pick.value, attention[choice.value], name=choice.value)
-
     for w in (choice, pick):
-        w.observe(lambda *_: _figure_out(out, draw), names="value")
-    _figure_out(out, draw)
+        w.observe(lambda *_: _figure_out(out, lambda: draw(choice.value, pick.value)), names="value")
+    _figure_out(out, lambda: draw(choice.value, pick.value))
     return W.VBox([W.HBox([choice, pick]), out])

@@ -14,8 +14,9 @@ Encoders (J&W 2019, Sec. 3): ``lstm`` (BiLSTM, 128 per direction, H = 256, packe
 sequences), ``cnn`` (kernel widths 1, 3, 5, 7 with 32 filters each, H = 128, same
 padding, ReLU) and ``average`` (Linear(E -> 128) + tanh per token, no context).
 Attention: ``tanh`` (additive, score_t = v . tanh(W h_t + b)), ``dot`` (scaled,
-score_t = q . h_t / sqrt(H)) or ``uniform`` (alpha_t = 1/T, frozen; Wiegreffe &
-Pinter 2019's baseline).
+score_t = q . h_t / sqrt(H)), ``uniform`` (alpha_t = 1/T, frozen; Wiegreffe &
+Pinter 2019's baseline) or ``given`` (no attention layer: alpha comes with the
+batch, ``Batch.attention``; Wiegreffe & Pinter's diagnostic classifiers).
 """
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ __all__ = [
 ]
 
 ENCODERS = ("lstm", "cnn", "average")
-ATTENTIONS = ("tanh", "dot", "uniform")
+ATTENTIONS = ("tanh", "dot", "uniform", "given")
 
 
 @dataclass(frozen=True)
@@ -236,6 +237,8 @@ class AttentionClassifier(nn.Module):
 
     def attend(self, encoded: Encoded) -> torch.Tensor:
         """The model's own attention alpha (B, T): masked softmax of its scores (or uniform)."""
+        if self.config.attention == "given":
+            raise ValueError("a model with attention='given' has no attention of its own: its batches carry it")
         if self.attention is None:
             return uniform_attention(encoded.mask).to(encoded.hidden.dtype)
         return masked_softmax(self.attention(encoded.hidden), encoded.mask)
@@ -286,6 +289,13 @@ class AttentionClassifier(nn.Module):
                 so d output / d embedding flows only through the hidden states.
         """
         encoded = self.encode(x)
+        if attention is None and self.config.attention == "given":
+            attention = getattr(x, "attention", None)
+            if attention is None:
+                raise ValueError(
+                    "this model decodes with a given attention: pass attention=, or a Batch from a split "
+                    "with given attention (Split.with_attention / Dataset.with_attention)"
+                )
         if attention is None:
             alpha = self.attend(encoded)
         else:

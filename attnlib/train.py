@@ -24,7 +24,7 @@ from torch import nn
 from . import __version__, cache, get_device, seed_everything
 from ._checks import check_positive_int, check_positive_number
 from .data import Dataset, Split, glove_embeddings
-from .models import AttentionClassifier, ModelConfig
+from .models import AttentionClassifier, ModelConfig, eval_mode
 
 __all__ = [
     "TrainConfig",
@@ -35,6 +35,8 @@ __all__ = [
     "predict_proba",
     "predict",
     "Predictions",
+    "Comparison",
+    "compare_models",
     "classification_metrics",
     "dataset_fingerprint",
     "make_optimizer",
@@ -96,6 +98,9 @@ def dataset_fingerprint(dataset: Dataset) -> str:
         if len(split):
             h.update(np.concatenate(split.ids).astype(np.int64).tobytes())
         h.update(np.asarray(split.labels, dtype=np.int64).tobytes())
+        if split.attention is not None and len(split):  # given attention is part of the data
+            h.update(b"attention")
+            h.update(np.concatenate(split.attention).astype(np.float32).tobytes())
     return h.hexdigest()
 
 
@@ -177,6 +182,52 @@ def predict(model: AttentionClassifier, split: Split, *, batch_size: int = 256) 
     return Predictions(probs=probs, attention=attention)
 
 
+@dataclass
+class Comparison:
+    """Per-instance differences between two models on the same split (in the split's order)."""
+
+    attention_jsd: np.ndarray  # (N,) JSD(alpha_a, alpha_b) over the real tokens
+    output_tvd: np.ndarray  # (N,) TVD(y_a, y_b)
+    max_attention: np.ndarray  # (N,) max_t alpha_b (the reference model's peak weight)
+    predicted_b: np.ndarray  # (N,) the reference model's predicted class
+    same_decision: np.ndarray  # (N,) bool: both models predict the same class
+
+
+@torch.no_grad()
+def compare_models(model_a: AttentionClassifier, model_b: AttentionClassifier, split: Split, *, batch_size: int = 256) -> Comparison:
+    """How far model a's attention and output are from model b's, per instance of ``split``.
+
+    JSD(alpha_a, alpha_b) over the real tokens and TVD(y_a, y_b) of the output
+    distributions, computed batch by batch (Wiegreffe & Pinter 2019, Sec. 4: seeds
+    and adversaries are compared with the base model this way). Both models must
+    share the vocabulary of ``split``.
+    """
+    from .metrics import jsd, tvd
+
+    for m, name in ((model_a, "model_a"), (model_b, "model_b")):
+        if not isinstance(m, AttentionClassifier):
+            raise ValueError(f"{name} must be an AttentionClassifier (e.g. TrainedModel.model), got {type(m).__name__}")
+    if model_a.vocab_size != model_b.vocab_size:
+        raise ValueError("the two models have different vocabularies: train both on the same data set")
+    n = len(split)
+    out = {k: np.zeros(n, dtype=np.float64) for k in ("attention_jsd", "output_tvd", "max_attention")}
+    predicted = np.zeros(n, dtype=np.int64)
+    same = np.zeros(n, dtype=bool)
+    device = next(model_b.parameters()).device
+    with eval_mode(model_a), eval_mode(model_b):
+        for batch in split.batches(batch_size):
+            batch = batch.to(device)
+            a, b = model_a(batch), model_b(batch)
+            idx = batch.index.cpu().numpy()
+            mask = b.encoded.mask
+            out["attention_jsd"][idx] = jsd(a.attention.double(), b.attention.double(), mask=mask, check=False).cpu().numpy()
+            out["output_tvd"][idx] = tvd(a.probs.double(), b.probs.double(), check=False).cpu().numpy()
+            out["max_attention"][idx] = b.attention.max(-1).values.double().cpu().numpy()
+            predicted[idx] = b.prediction.cpu().numpy()
+            same[idx] = (a.prediction == b.prediction).cpu().numpy()
+    return Comparison(predicted_b=predicted, same_decision=same, **out)
+
+
 def evaluate(model: AttentionClassifier, split: Split, *, batch_size: int = 256) -> dict:
     """Accuracy, F1 and ROC-AUC of ``model`` on ``split``."""
     return classification_metrics(split.labels, predict_proba(model, split, batch_size=batch_size))
@@ -192,6 +243,13 @@ def _loss_function(model: AttentionClassifier, labels: np.ndarray, device) -> nn
     return lambda logits, y: ce(logits, y)
 
 
+def _select_by_dev_auc(model: AttentionClassifier, dataset: Dataset) -> tuple[float, dict]:
+    """J&W's model selection: dev ROC-AUC (accuracy when the dev split has one class)."""
+    dev = evaluate(model, dataset.dev)
+    score = dev["roc_auc"] if not np.isnan(dev["roc_auc"]) else dev["accuracy"]
+    return score, {f"dev_{k}": v for k, v in dev.items() if k != "n"}
+
+
 def fit(
     model: AttentionClassifier,
     dataset: Dataset,
@@ -200,16 +258,25 @@ def fit(
     seed: int = 0,
     progress: bool = True,
     description: str = "",
+    objective=None,
+    select=None,
 ) -> tuple[dict, list, int]:
     """Train ``model`` in place with J&W's recipe; restore the epoch with the best dev ROC-AUC.
 
+    ``objective(model, batch) -> loss`` replaces the label loss (e.g. Wiegreffe & Pinter's
+    adversarial loss); ``select(model, dataset) -> (score, record)`` replaces the epoch
+    selection (higher score is better; ``record`` is a dict logged in the history).
     Returns ``(best_state_dict, history, best_epoch)``.
     """
     from tqdm.auto import tqdm
 
     device = next(model.parameters()).device
     optimizer = make_optimizer(model, train_config)
-    loss_fn = _loss_function(model, dataset.train.labels, device)
+    if objective is None:
+        label_loss = _loss_function(model, dataset.train.labels, device)
+        objective = lambda m, batch: label_loss(m(batch).logits, batch.labels)  # noqa: E731
+    if select is None:
+        select = _select_by_dev_auc
     n_batches = -(-len(dataset.train) // train_config.batch_size)
     history: list[dict] = []
     best_auc, best_state, best_epoch = -np.inf, None, 0
@@ -220,21 +287,19 @@ def fit(
         for batch in dataset.train.batches(train_config.batch_size, shuffle=True, seed=seed * 1000 + epoch):
             batch = batch.to(device)
             optimizer.zero_grad()
-            loss = loss_fn(model(batch).logits, batch.labels)
+            loss = objective(model, batch)
             loss.backward()
             optimizer.step()
             total += loss.detach().item() * len(batch)
             count += len(batch)
             bar.update(1)
-        dev = evaluate(model, dataset.dev)
-        history.append(
-            {"epoch": epoch, "train_loss": total / max(count, 1), **{f"dev_{k}": v for k, v in dev.items() if k != "n"}}
-        )
-        auc = dev["roc_auc"] if not np.isnan(dev["roc_auc"]) else dev["accuracy"]
-        if auc > best_auc:
-            best_auc, best_epoch = auc, epoch
+        with torch.no_grad():
+            score, record = select(model, dataset)
+        history.append({"epoch": epoch, "train_loss": total / max(count, 1), **record})
+        if score > best_auc:
+            best_auc, best_epoch = score, epoch
             best_state = copy.deepcopy({k: v.detach().cpu() for k, v in model.state_dict().items()})
-        bar.set_postfix(epoch=epoch, dev_auc=f"{dev['roc_auc']:.3f}")
+        bar.set_postfix(epoch=epoch, dev=f"{score:.3f}")
     bar.close()
     model.load_state_dict(best_state)
     model.eval()

@@ -30,6 +30,10 @@ class Batch:
     index:     LongTensor (B,), position of each row in the `Split` it came from.
     rationale: BoolTensor (B, T) aligned to ``tokens`` (False at SOS/EOS/PAD), or None
                when the data set has no ground-truth rationales.
+    attention: FloatTensor (B, T), a *given* attention distribution over the real
+               tokens (0 at SOS/EOS/PAD), or None. Models built with
+               ``attention="given"`` use it instead of learning their own
+               (Wiegreffe & Pinter's diagnostic classifiers).
     """
 
     tokens: "torch.Tensor"
@@ -38,6 +42,7 @@ class Batch:
     labels: "torch.Tensor"
     index: "torch.Tensor"
     rationale: "torch.Tensor | None" = None
+    attention: "torch.Tensor | None" = None
 
     def __len__(self) -> int:
         return int(self.tokens.shape[0])
@@ -52,6 +57,7 @@ class Batch:
             labels=mv(self.labels),
             index=mv(self.index),
             rationale=mv(self.rationale),
+            attention=mv(self.attention),
         )
 
     @property
@@ -61,6 +67,7 @@ class Batch:
     def __repr__(self) -> str:
         b, t = self.tokens.shape
         rat = "" if self.rationale is None else ", rationale"
+        rat += "" if self.attention is None else ", attention"
         return f"Batch(size={b}, max_len={t}, device={self.tokens.device}{rat})"
 
 
@@ -69,13 +76,15 @@ def collate(
     labels,
     index=None,
     rationales: Sequence[np.ndarray] | None = None,
+    attention: Sequence[np.ndarray] | None = None,
 ) -> Batch:
     """Pad encoded instances into a `Batch` (vectorised, no per-token Python loop).
 
     ``ids`` are int arrays that start with SOS and end with EOS (as produced by
     `Vocabulary.encode`); ``labels`` one int per instance; ``index`` the rows'
     positions in their split (default ``0..B-1``); ``rationales`` optional bool
-    arrays aligned to the tokens *without* SOS/EOS.
+    arrays aligned to the tokens *without* SOS/EOS; ``attention`` optional float
+    arrays aligned the same way (a given attention distribution per instance).
     """
     import torch
 
@@ -116,6 +125,18 @@ def collate(
             rat[mask] = np.concatenate(rationales).astype(bool, copy=False)
         rationale = torch.from_numpy(rat)
 
+    given = None
+    if attention is not None:
+        attention = list(attention)
+        if len(attention) != b:
+            raise ValueError(f"got {b} instances but {len(attention)} attention arrays")
+        alen = np.fromiter(map(len, attention), dtype=np.int64, count=b)
+        if (alen != lengths - 2).any():
+            raise ValueError("each attention array must have one weight per token (length without SOS/EOS)")
+        att = np.zeros((b, t), dtype=np.float32)
+        att[mask] = np.concatenate(attention).astype(np.float32, copy=False)
+        given = torch.from_numpy(att)
+
     return Batch(
         tokens=torch.from_numpy(tokens),
         lengths=torch.from_numpy(lengths),
@@ -123,4 +144,5 @@ def collate(
         labels=torch.from_numpy(labels.copy()),
         index=torch.from_numpy(index.copy()),
         rationale=rationale,
+        attention=given,
     )

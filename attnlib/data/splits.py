@@ -23,6 +23,8 @@ class Split:
     labels:     int64 array.
     rationales: bool arrays aligned to ``tokens`` (ground-truth important tokens), or
                 None when the data set has none (only ``synthetic`` has them).
+    attention:  float arrays aligned to ``tokens``: a *given* attention distribution
+                per instance (see `with_attention`), or None.
     """
 
     name: str
@@ -31,6 +33,7 @@ class Split:
     ids: list[np.ndarray]
     labels: np.ndarray
     rationales: list[np.ndarray] | None = None
+    attention: list[np.ndarray] | None = None
 
     def __post_init__(self) -> None:
         self.labels = np.asarray(self.labels, dtype=np.int64).reshape(-1)
@@ -40,12 +43,15 @@ class Split:
                 raise ValueError(f"Split {self.name!r}: {len(getattr(self, what))} {what} but {n} labels")
         if self.rationales is not None and len(self.rationales) != n:
             raise ValueError(f"Split {self.name!r}: {len(self.rationales)} rationales but {n} labels")
+        if self.attention is not None and len(self.attention) != n:
+            raise ValueError(f"Split {self.name!r}: {len(self.attention)} attention arrays but {n} labels")
 
     def __len__(self) -> int:
         return len(self.labels)
 
     def __repr__(self) -> str:
         rat = ", with rationales" if self.rationales is not None else ""
+        rat += ", with given attention" if self.attention is not None else ""
         return f"Split({self.name!r}, n={len(self)}{rat})"
 
     def lengths(self) -> np.ndarray:
@@ -79,7 +85,37 @@ class Split:
             ids=[self.ids[i] for i in idx],
             labels=self.labels[idx],
             rationales=None if self.rationales is None else [self.rationales[i] for i in idx],
+            attention=None if self.attention is None else [self.attention[i] for i in idx],
         )
+
+    def with_attention(self, attention, *, atol: float = 1e-4) -> "Split":
+        """A copy of this split whose instances carry a given attention distribution.
+
+        ``attention[i]`` has one non-negative weight per token of instance ``i``
+        (without SOS/EOS) summing to 1, e.g. another model's attention from
+        :func:`attnlib.train.predict`. Batches then carry it as ``Batch.attention``.
+        """
+        arrays = [np.asarray(a, dtype=np.float32).reshape(-1) for a in attention]
+        if len(arrays) != len(self):
+            raise ValueError(f"Split {self.name!r} has {len(self)} instances but {len(arrays)} attention arrays were given")
+        lengths = self.lengths()
+        given = np.fromiter(map(len, arrays), dtype=np.int64, count=len(arrays))
+        bad = np.flatnonzero(given != lengths)
+        if bad.size:
+            i = int(bad[0])
+            raise ValueError(
+                f"attention for instance {i} of split {self.name!r} has {given[i]} weights but the instance has "
+                f"{lengths[i]} tokens: the given attention must be aligned to this data set's tokens"
+            )
+        if len(arrays):
+            flat = np.concatenate(arrays)
+            if not np.isfinite(flat).all() or (flat < 0).any():
+                raise ValueError("attention weights must be finite and non-negative")
+            sums = np.add.reduceat(flat, np.r_[0, np.cumsum(given)[:-1]]) if flat.size else np.zeros(0)
+            off = np.flatnonzero(np.abs(sums - 1.0) > atol)
+            if off.size:
+                raise ValueError(f"attention for instance {int(off[0])} sums to {sums[off[0]]:.6f}, not 1")
+        return Split(self.name, self.texts, self.tokens, self.ids, self.labels, self.rationales, arrays)
 
     def batch(self, indices) -> Batch:
         """One padded `Batch` of the given rows; ``batch.index`` holds the row numbers."""
@@ -92,6 +128,7 @@ class Split:
             self.labels[idx],
             idx,
             None if self.rationales is None else [self.rationales[i] for i in rows],
+            None if self.attention is None else [self.attention[i] for i in rows],
         )
 
     def batch_indices(self, batch_size: int = 32, *, shuffle: bool = False, seed: int = 0) -> list[np.ndarray]:
@@ -152,6 +189,18 @@ class Dataset:
             return self.splits[split]
         except KeyError:
             raise KeyError(f"no split {split!r}; use 'train', 'dev' or 'test'") from None
+
+    def with_attention(self, *, train, dev, test, name: str | None = None) -> "Dataset":
+        """A copy whose three splits carry given attention (see `Split.with_attention`)."""
+        from dataclasses import replace
+
+        return replace(
+            self,
+            name=name or self.name,
+            train=self.train.with_attention(train),
+            dev=self.dev.with_attention(dev),
+            test=self.test.with_attention(test),
+        )
 
     @property
     def n_classes(self) -> int:

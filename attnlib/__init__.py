@@ -26,6 +26,7 @@ _SUBMODULES = {
     "models",
     "profiles",
     "published",
+    "baselines",
     "train",
     "viz",
     "widgets",

@@ -1,0 +1,250 @@
+"""The two baselines Wiegreffe & Pinter (2019) hold attention against.
+
+* **Uniform attention** (W&P Sec. 3, Table 2): the same model with alpha_t = 1/T over
+  the real tokens, frozen, trained end to end with the same recipe. If it scores as
+  well as trained attention, the task does not need attention, and "attention is not
+  explanation if you don't need it".
+* **Random-seed variance** (W&P Sec. 4, Fig. 3): retrain the base model with other
+  seeds; per instance, JSD(alpha_seed, alpha_base) and TVD(y_seed, y_base), median
+  over the seeds. Models that differ only in their initialisation already disagree
+  this much: the noise floor an adversary (Chapter 5) has to beat.
+
+Every model comes from :func:`attnlib.train.train_model`, so it is cached and a rerun
+costs nothing.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ._checks import check_positive_int
+from .data import Dataset
+from .models import ModelConfig
+from .published import UNIFORM_F1, PAPER_DATASET
+from .train import TrainConfig, TrainedModel, compare_models, train_model
+
+__all__ = ["UniformComparison", "uniform_comparison", "SeedVariance", "seed_variance"]
+
+SPLITS = ("train", "dev", "test")
+
+
+def _check_dataset(dataset) -> Dataset:
+    if not isinstance(dataset, Dataset):
+        raise ValueError(
+            f"dataset must be an attnlib.data.Dataset (see attnlib.data.load_dataset), got {type(dataset).__name__}"
+        )
+    return dataset
+
+
+def _check_seed(seed, name: str = "seed") -> int:
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"{name} must be a non-negative int, got {seed!r}")
+    return int(seed)
+
+
+def _published_f1(dataset: str, which: str) -> float:
+    key = PAPER_DATASET.get(dataset)
+    entry = UNIFORM_F1.get(key, {}).get(which) if key else None
+    return math.nan if entry is None else entry.value
+
+
+# ----------------------------------------------------------------------------- uniform
+@dataclass
+class UniformComparison:
+    """Trained vs uniform attention on one data set, per encoder."""
+
+    dataset: str
+    attention: str
+    models: dict = field(default_factory=dict)  # (encoder, "trained" | "uniform") -> TrainedModel
+    frame: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+    def gap(self) -> pd.DataFrame:
+        """Per encoder: test F1 with trained attention minus F1 with uniform attention (ours and W&P's)."""
+        f = self.frame.set_index(["encoder", "attention"])
+        rows = {}
+        for enc in dict.fromkeys(self.frame["encoder"]):
+            ours = f.loc[(enc, "trained"), "F1"] - f.loc[(enc, "uniform"), "F1"]
+            paper = f.loc[(enc, "trained"), "F1 (W&P)"] - f.loc[(enc, "uniform"), "F1 (W&P)"]
+            rows[enc] = {"dataset": self.dataset, "F1 gap (ours)": ours, "F1 gap (W&P)": paper}
+        out = pd.DataFrame.from_dict(rows, orient="index")
+        out.index.name = "encoder"
+        return out
+
+
+def uniform_comparison(
+    dataset: Dataset,
+    encoders=("lstm",),
+    *,
+    attention: str = "tanh",
+    seed: int = 0,
+    train_config: TrainConfig | None = None,
+    epochs: int | None = None,
+    progress: bool = True,
+) -> UniformComparison:
+    """Train each encoder twice, with ``attention`` and with uniform attention; compare on test.
+
+    Returns one row per (encoder, trained | uniform): test F1 (positive class), accuracy
+    and ROC-AUC, with Wiegreffe & Pinter's Table 2 F1 beside it where the data set has
+    one (their models are BiLSTMs with tanh attention; NaN elsewhere).
+    """
+    _check_dataset(dataset)
+    seed = _check_seed(seed)
+    if isinstance(encoders, str):
+        encoders = (encoders,)
+    encoders = tuple(encoders)
+    if not encoders:
+        raise ValueError("give at least one encoder")
+    if attention not in ("tanh", "dot"):
+        raise ValueError(f"attention must be 'tanh' or 'dot' (the trained attention to compare), got {attention!r}")
+    result = UniformComparison(dataset=dataset.name, attention=attention)
+    rows = []
+    for enc in encoders:
+        for which, att in (("trained", attention), ("uniform", "uniform")):
+            config = ModelConfig(encoder=enc, attention=att, n_classes=dataset.n_classes)
+            trained = train_model(dataset, config, seed=seed, train_config=train_config, epochs=epochs, progress=progress)
+            result.models[(enc, which)] = trained
+            paper = _published_f1(dataset.name, which) if (enc, attention) == ("lstm", "tanh") else math.nan
+            rows.append(
+                {
+                    "dataset": dataset.name,
+                    "encoder": enc,
+                    "attention": which,
+                    "F1": trained.test["f1"],
+                    "accuracy": trained.test["accuracy"],
+                    "ROC-AUC": trained.test["roc_auc"],
+                    "F1 (W&P)": paper,
+                }
+            )
+    result.frame = pd.DataFrame(rows)
+    return result
+
+
+# ----------------------------------------------------------------------------- seeds
+@dataclass
+class SeedVariance:
+    """How much models that differ only in their seed disagree with the base model."""
+
+    dataset: str
+    config: ModelConfig
+    base_seed: int
+    seeds: tuple
+    split: str
+    base: TrainedModel
+    models: dict  # seed -> TrainedModel
+    per_seed: pd.DataFrame  # one row per (seed, instance): jsd, tvd, same decision
+    per_instance: pd.DataFrame  # one row per instance: medians over the seeds
+
+    def __len__(self) -> int:
+        return len(self.per_instance)
+
+    def summary(self) -> pd.DataFrame:
+        """Per predicted class: median and 90th percentile of the per-instance median JSD and TVD."""
+        g = self.per_instance.groupby("predicted")
+        out = pd.DataFrame(
+            {
+                "n": g.size(),
+                "median JSD": g["jsd"].median(),
+                "90th pct JSD": g["jsd"].quantile(0.9),
+                "median TVD": g["tvd"].median(),
+                "90th pct TVD": g["tvd"].quantile(0.9),
+            }
+        )
+        out.index.name = "predicted class"
+        return out
+
+    def test_scores(self) -> pd.DataFrame:
+        """Test F1 / accuracy / ROC-AUC of the base model and every seed."""
+        rows = {self.base_seed: self.base.test, **{s: m.test for s, m in self.models.items()}}
+        out = pd.DataFrame.from_dict(
+            {s: {"F1": t["f1"], "accuracy": t["accuracy"], "ROC-AUC": t["roc_auc"]} for s, t in rows.items()},
+            orient="index",
+        )
+        out.index.name = "seed"
+        return out
+
+
+def seed_variance(
+    dataset: Dataset,
+    config: ModelConfig | None = None,
+    *,
+    encoder: str = "lstm",
+    attention: str = "tanh",
+    base_seed: int = 0,
+    seeds=(1, 2, 3),
+    split: str = "test",
+    train_config: TrainConfig | None = None,
+    epochs: int | None = None,
+    progress: bool = True,
+) -> SeedVariance:
+    """Retrain the base model with ``seeds``; per instance, compare each with the base.
+
+    For instance i and seed s: JSD(alpha_s(i), alpha_base(i)) over the real tokens and
+    TVD(y_s(i), y_base(i)); ``per_instance`` keeps the median over the seeds, with the
+    base model's max_t alpha_t and predicted class for plotting against the adversary
+    of Chapter 5 (Wiegreffe & Pinter 2019, Sec. 4, Fig. 3).
+    """
+    _check_dataset(dataset)
+    base_seed = _check_seed(base_seed, "base_seed")
+    if isinstance(seeds, (int, np.integer)):
+        raise ValueError("seeds must be a sequence of ints, e.g. (1, 2, 3)")
+    seeds = tuple(_check_seed(s, "each seed") for s in seeds)
+    if not seeds:
+        raise ValueError("give at least one seed besides the base seed")
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds must be distinct, got {seeds}")
+    if base_seed in seeds:
+        raise ValueError(f"seeds must not contain the base seed {base_seed}: a model compared with itself is 0")
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
+    if config is None:
+        config = ModelConfig(encoder=encoder, attention=attention, n_classes=dataset.n_classes)
+    if config.attention in ("uniform", "given"):
+        raise ValueError(f"seed variance compares learned attention; {config.attention!r} attention is not learned")
+    check_positive_int(len(dataset[split]), f"the {split} split's size")
+
+    kwargs = dict(train_config=train_config, epochs=epochs, progress=progress)
+    base = train_model(dataset, config, seed=base_seed, **kwargs)
+    data = dataset[split]
+    models, frames = {}, []
+    for s in seeds:
+        models[s] = train_model(dataset, config, seed=s, **kwargs)
+        c = compare_models(models[s].model, base.model, data)
+        frames.append(
+            pd.DataFrame(
+                {
+                    "seed": s,
+                    "instance": np.arange(len(data)),
+                    "jsd": c.attention_jsd,
+                    "tvd": c.output_tvd,
+                    "same decision": c.same_decision,
+                    "max_attention": c.max_attention,
+                    "predicted": c.predicted_b,
+                }
+            )
+        )
+    per_seed = pd.concat(frames, ignore_index=True)
+    g = per_seed.groupby("instance", sort=True)
+    per_instance = pd.DataFrame(
+        {
+            "instance": np.arange(len(data)),
+            "jsd": g["jsd"].median().to_numpy(),
+            "tvd": g["tvd"].median().to_numpy(),
+            "max_attention": g["max_attention"].first().to_numpy(),
+            "predicted": g["predicted"].first().to_numpy(),
+            "length": data.lengths(),
+        }
+    )
+    return SeedVariance(
+        dataset=dataset.name,
+        config=config,
+        base_seed=base_seed,
+        seeds=seeds,
+        split=split,
+        base=base,
+        models=models,
+        per_seed=per_seed,
+        per_instance=per_instance,
+    )

@@ -3,7 +3,8 @@
 The package is layered; lower layers never import higher ones::
 
     metrics, _checks, cache, profiles      (foundations)
-    data -> models -> train -> experiments (importance, counterfactual) -> viz / widgets / exercises
+    data -> models -> train -> experiments (importance, counterfactual, baselines, adversarial_training,
+    diagnostic, erasure) -> viz / widgets / exercises
 
 Submodules are imported on first use, so ``import attnlib`` stays cheap and
 ``attnlib.metrics.jsd`` works without an explicit ``import attnlib.metrics``.
@@ -27,6 +28,9 @@ _SUBMODULES = {
     "profiles",
     "published",
     "baselines",
+    "adversarial_training",
+    "diagnostic",
+    "erasure",
     "train",
     "viz",
     "widgets",

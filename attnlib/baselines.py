@@ -26,7 +26,15 @@ from .models import ModelConfig
 from .published import UNIFORM_F1, PAPER_DATASET
 from .train import TrainConfig, TrainedModel, compare_models, train_model
 
-__all__ = ["UniformComparison", "uniform_comparison", "SeedVariance", "seed_variance"]
+__all__ = [
+    "UniformComparison", "uniform_comparison", "SeedVariance", "seed_variance", "LONG_SYNTHETIC", "load_wp_dataset",
+    "dilution_curve",
+]
+
+#: The synthetic task made to need attention (Chapter 6): ONE marker word among 100-200
+#: distractors. Under uniform attention the marker is 1/T of the average and so is the
+#: gradient reaching it; trained attention can put its weight on the marker.
+LONG_SYNTHETIC = {"n": 2000, "min_len": 100, "max_len": 200, "max_majority": 1}
 
 SPLITS = ("train", "dev", "test")
 
@@ -49,6 +57,19 @@ def _published_f1(dataset: str, which: str) -> float:
     key = PAPER_DATASET.get(dataset)
     entry = UNIFORM_F1.get(key, {}).get(which) if key else None
     return math.nan if entry is None else entry.value
+
+
+def load_wp_dataset(name: str, *, seed: int = 0, profile=None) -> Dataset:
+    """A data set of W&P's experiments under a profile; ``"synthetic-long"`` is :data:`LONG_SYNTHETIC`."""
+    from .data import load_dataset
+    from .profiles import get_profile
+
+    P = get_profile(profile)
+    if name == "synthetic-long":
+        from dataclasses import replace
+
+        return replace(load_dataset("synthetic", seed=seed, **LONG_SYNTHETIC), name="synthetic-long")
+    return load_dataset(name, seed=seed, **P.dataset_kwargs(name))
 
 
 # ----------------------------------------------------------------------------- uniform
@@ -248,3 +269,45 @@ def seed_variance(
         per_seed=per_seed,
         per_instance=per_instance,
     )
+
+
+# ----------------------------------------------------------------------------- dilution
+def dilution_curve(models: dict, vocab, *, marker: str = "superb", lengths=range(10, 301, 10), n_sentences: int = 16, seed: int = 0) -> pd.DataFrame:
+    """p(positive) of each model on one marker word hidden among ``length`` distractors.
+
+    For every length, ``n_sentences`` seeded :func:`attnlib.data.needle_sentence` s; all
+    sentences of all lengths go through each model in one batch. Columns: model, length,
+    mean and sd of p(class 1), and the mean attention weight on the marker. Under
+    uniform attention the marker's share of the context is 1/T, so its effect fades with
+    T; trained attention can keep its weight on the marker (Chapter 6).
+    """
+    import torch
+
+    from .data import collate, needle_sentence
+    from .models import AttentionClassifier, eval_mode
+
+    if not models:
+        raise ValueError("models must map at least one name to a model")
+    lengths = [int(n) for n in lengths]
+    if not lengths or min(lengths) < 1:
+        raise ValueError("lengths must be a non-empty sequence of positive ints")
+    check_positive_int(n_sentences, "n_sentences")
+    seed = _check_seed(seed)
+    sentences = [needle_sentence(marker, n, seed=seed * 1_000_003 + 1000 * n + i) for n in lengths for i in range(n_sentences)]
+    ids = [vocab.encode(s) for s in sentences]
+    batch = collate(ids, labels=np.zeros(len(ids), dtype=np.int64))
+    if vocab.stoi.get(marker) is None:
+        raise ValueError(f"the marker {marker!r} is not in the vocabulary: use a data set that contains it")
+    where = (batch.tokens == vocab.stoi[marker]).numpy()  # (N, T): exactly one True per row
+    frames = []
+    for name, model in models.items():
+        model = getattr(model, "model", model)
+        if not isinstance(model, AttentionClassifier):
+            raise ValueError(f"models[{name!r}] must be an AttentionClassifier or a TrainedModel")
+        with torch.no_grad(), eval_mode(model):
+            out = model(batch.to(next(model.parameters()).device))
+        p = out.probs[:, 1].double().cpu().numpy().reshape(len(lengths), n_sentences)
+        on_marker = out.attention.double().cpu().numpy()[where].reshape(len(lengths), n_sentences)
+        frames.append(pd.DataFrame({"model": name, "length": lengths, "p(positive)": p.mean(1), "sd": p.std(1),
+                                    "attention on marker": on_marker.mean(1)}))
+    return pd.concat(frames, ignore_index=True)

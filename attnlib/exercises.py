@@ -26,6 +26,10 @@ __all__ = [
     "check_binned_medians",
     "check_eps_max_jsd",
     "check_pairwise_jsd",
+    "check_uniform_attention",
+    "check_f1",
+    "check_median_jsd_over_seeds",
+    "check_noise_floor_fraction",
 ]
 
 
@@ -274,3 +278,63 @@ def check_pairwise_jsd(fn: Callable) -> CheckResult:
         return float(np.mean(jsd(c[i], c[j])))
 
     return _report("pairwise JSD", fn, cases, reference, to_numpy=lambda x: np.asarray(x, dtype=float))
+
+
+# ----------------------------------------------------------------------------- Chapters 6-7
+
+
+def check_uniform_attention(fn: Callable) -> CheckResult:
+    """Exercise: alpha_t = 1/T over the real tokens, exactly 0 elsewhere, batched (Chapter 6)."""
+    from .models import uniform_attention
+
+    g = torch.Generator().manual_seed(15)
+    cases = []
+    for B, T in ((1, 3), (4, 8), (6, 20)):
+        mask = torch.rand(B, T, generator=g) > 0.4
+        mask[:, 0] = True  # at least one real token per row
+        cases.append((mask,))
+    cases.append((torch.tensor([[False, True, False, False]]),))  # one real token: weight 1
+    return _report("uniform attention", fn, cases, uniform_attention,
+                   to_numpy=lambda t: np.asarray(t.detach() if isinstance(t, torch.Tensor) else t, dtype=float))
+
+
+def check_f1(fn: Callable) -> CheckResult:
+    """Exercise: F1 of the positive class from labels and p(positive), threshold 0.5 (Chapter 6)."""
+    from sklearn.metrics import f1_score
+
+    rng = np.random.default_rng(16)
+    cases = [(np.array([1, 0, 1, 1]), np.array([0.9, 0.2, 0.4, 0.7]))]
+    for n in (10, 200):
+        labels = rng.integers(0, 2, n)
+        cases.append((labels, np.clip(labels * 0.3 + rng.uniform(0, 0.7, n), 0, 1)))
+    cases.append((np.array([0, 0, 1]), np.array([0.1, 0.2, 0.3])))  # no positive prediction: F1 = 0
+    return _report("f1", fn, cases, lambda y, p: f1_score(y, (p > 0.5).astype(int), zero_division=0),
+                   to_numpy=lambda x: np.asarray(x, dtype=float))
+
+
+def check_median_jsd_over_seeds(fn: Callable) -> CheckResult:
+    """Exercise: per instance, the median over seeds of JSD(alpha_seed, alpha_base) (Chapter 7)."""
+    from .metrics import jsd
+
+    rng = np.random.default_rng(17)
+    cases = []
+    for S, N, T in ((1, 2, 4), (3, 5, 7), (4, 10, 12)):
+        base = rng.dirichlet(np.ones(T), size=N)
+        seeds = rng.dirichlet(np.ones(T) * 0.5, size=(S, N))
+        if T > 5:
+            base[:, -2:], seeds[..., -2:] = 0, 0  # padding: zero in every model
+            base, seeds = base / base.sum(-1, keepdims=True), seeds / seeds.sum(-1, keepdims=True)
+        cases.append((seeds, base))
+    return _report("median JSD over seeds", fn, cases,
+                   lambda seeds, base: np.median(jsd(seeds, np.broadcast_to(base, seeds.shape).copy()), axis=0),
+                   to_numpy=lambda x: np.asarray(x, dtype=float))
+
+
+def check_noise_floor_fraction(fn: Callable) -> CheckResult:
+    """Exercise: the share of instances whose adversarial JSD beats the seeds' JSD (Chapter 7)."""
+    rng = np.random.default_rng(18)
+    cases = [(np.array([0.5, 0.1, 0.3]), np.array([0.2, 0.2, 0.3]))]  # ties do not count as beating
+    for n in (10, 500):
+        cases.append((rng.uniform(0, 0.69, n), rng.uniform(0, 0.3, n)))
+    return _report("noise-floor fraction", fn, cases, lambda adv, seeds: float(np.mean(adv > seeds)),
+                   to_numpy=lambda x: np.asarray(x, dtype=float))

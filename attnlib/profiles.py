@@ -38,6 +38,13 @@ class Profile:
     seeds: tuple[int, ...] = (0, 1, 2, 3, 4, 5, 6, 7)
     #: the models of Jain & Wallace's experiments (Chapters 3-5): dataset -> ((encoder, attention), ...)
     jw_models: dict = field(default_factory=dict)
+    #: Wiegreffe & Pinter (Chapters 6-9): dataset -> encoders trained with and without (uniform) attention
+    wp_uniform_models: dict = field(default_factory=dict)
+    #: the lambda grid of the adversarial-training sweep (Chapter 8) and the adversaries' epochs
+    wp_lambdas: tuple = (1e-4, 1e-3, 1e-2, 1e-1, 1.0)
+    wp_adversary_epochs: int = 8
+    #: how many of ``seeds`` (after the base seed) Chapters 8-9 retrain for the noise-floor point
+    wp_seed_points: int = 7
     description: str = ""
 
     def dataset_kwargs(self, name: str) -> dict:
@@ -79,6 +86,12 @@ PROFILES: dict[str, Profile] = {
             "imdb": (("cnn", "tanh"), ("average", "tanh")),
             "synthetic": (("lstm", "tanh"), ("average", "tanh")),
         },
+        # W&P's models are BiLSTMs; on IMDB the book profile uses the CNN (see jw_models).
+        wp_uniform_models={"rt-polarity": ("lstm",), "imdb": ("cnn",), "synthetic": ("lstm", "average"),
+                           "synthetic-long": ("average",)},
+        wp_lambdas=(1e-3, 1e-2, 1e-1, 1.0),
+        wp_adversary_epochs=4,
+        wp_seed_points=1,
         description="small and fast: the whole book in about 15 min on 2 CPU cores, <= 2 GB",
     ),
     "paper": Profile(

@@ -369,6 +369,7 @@ def train_model(
                 result.model, result.from_cache = model.to(device).eval(), True
                 return result
 
+    seed_everything(seed)  # a failed cache load above may have drawn random numbers
     embeddings, _ = glove_embeddings(dataset.vocab, seed=seed)
     model = AttentionClassifier(len(dataset.vocab), config, embeddings=embeddings).to(device)
     start = time.perf_counter()

@@ -27,6 +27,9 @@ __all__ = [
     "compare_heatmap",
     "adversary_heatmap",
     "permutation_figure",
+    "plot_dilution",
+    "plot_needle_attention",
+    "plot_uniform_comparison",
 ]
 
 ATTENTION_CMAP = "Oranges"
@@ -424,5 +427,91 @@ def plot_violin_panels(frames: dict, *, ylabel: str, ylim=None, reference=None, 
     for ax, (title, frame) in zip(axes[:, 0], frames.items()):
         plot_violins_by_bin(frame, value="value", ax=ax, ylabel=ylabel, title=title, ylim=ylim,
                             reference=reference, reference_label=reference_label)
+    fig.tight_layout()
+    return fig
+
+
+def plot_dilution(frame, *, trained_range: tuple[int, int] | None = None, title: str | None = None):
+    """p(positive) and the attention on the marker against sentence length (Chapter 6).
+
+    ``frame`` comes from :func:`attnlib.baselines.dilution_curve`; ``trained_range`` shades
+    the lengths the models were trained on.
+    """
+    fig, axes = plt.subplots(1, 2, figsize=(9.0, 3.2))
+    for name, sub in frame.groupby("model", sort=False):
+        line = axes[0].plot(sub["length"], sub["p(positive)"], lw=1.8, label=name)[0]
+        axes[0].fill_between(sub["length"], sub["p(positive)"] - sub["sd"], sub["p(positive)"] + sub["sd"],
+                             color=line.get_color(), alpha=0.15, lw=0)
+        axes[1].plot(sub["length"], sub["attention on marker"], lw=1.8, color=line.get_color(), label=name)
+    n = np.linspace(frame["length"].min(), frame["length"].max(), 200)
+    axes[1].plot(n, 1 / n, color="grey", ls="--", lw=1, label="1 / T (uniform)")
+    axes[0].axhline(0.5, color="black", lw=0.8, ls=":")
+    axes[0].set_ylim(0, 1)
+    axes[0].set_ylabel("p(positive)")
+    axes[1].set_ylabel("attention on the marker")
+    axes[1].set_yscale("log")
+    for ax in axes:
+        ax.set_xlabel("sentence length T (tokens)")
+        if trained_range is not None:
+            ax.axvspan(*trained_range, color="grey", alpha=0.1, lw=0)
+        ax.spines[["top", "right"]].set_visible(False)
+    axes[0].legend(frameon=False, fontsize=7, loc="lower left")
+    axes[1].legend(frameon=False, fontsize=7, loc="lower left")
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def plot_needle_attention(rows: dict, marker_position: int, *, title: str | None = None):
+    """Attention over the positions of one long sentence, one panel per model; the marker in red.
+
+    ``rows`` maps a panel title (e.g. "Average + tanh: p(positive) = 0.97") to the weights.
+    """
+    fig, axes = plt.subplots(len(rows), 1, figsize=(7.5, 1.6 * len(rows) + 0.4), sharex=True, squeeze=False)
+    for ax, (name, w) in zip(axes[:, 0], rows.items()):
+        w = np.asarray(w, dtype=float)
+        colours = np.where(np.arange(len(w)) == marker_position, "#d62728", "#bbbbbb")
+        ax.bar(np.arange(len(w)), w, color=colours, width=1.0)
+        ax.set_ylim(0, max(1e-3, float(w.max())) * 1.1)
+        ax.set_title(name, fontsize=9, loc="left")
+        ax.set_ylabel("α")
+        ax.spines[["top", "right"]].set_visible(False)
+    axes[-1, 0].set_xlabel("token position (red: the marker)")
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def plot_uniform_comparison(table, *, title: str | None = "test F1: trained vs uniform attention"):
+    """Paired bars of F1 with trained and with uniform attention per (dataset, encoder), W&P's values as ticks.
+
+    ``table`` is :attr:`attnlib.baselines.UniformComparison.frame` rows (concatenated).
+    """
+    groups = list(dict.fromkeys(zip(table["dataset"], table["encoder"])))
+    fig, ax = plt.subplots(figsize=(6.4, 0.62 * len(groups) + 0.9))
+    colours = {"trained": "#1f77b4", "uniform": "#bbbbbb"}
+    for i, (d, e) in enumerate(groups):
+        for j, which in enumerate(("trained", "uniform")):
+            row = table[(table.dataset == d) & (table.encoder == e) & (table.attention == which)]
+            if row.empty:
+                continue
+            y = i + (j - 0.5) * 0.36
+            f1 = float(row["F1"].iloc[0])
+            ax.barh(y, f1, height=0.34, color=colours[which], label=which if i == 0 else None)
+            ax.text(f1 + 0.01, y, f"{f1:.3f}", va="center", fontsize=7)
+            paper = float(row["F1 (W&P)"].iloc[0])
+            if np.isfinite(paper):
+                ax.plot([paper, paper], [y - 0.17, y + 0.17], color="black", lw=2,
+                        label="W&P 2019 (verify)" if (i, j) == (0, 0) else None)
+    ax.set_yticks(range(len(groups)), [f"{d}\n{e}" for d, e in groups], fontsize=8)
+    ax.set_xlim(0, 1.08)
+    ax.set_xlabel("test F1 (positive class)")
+    ax.invert_yaxis()
+    ax.legend(frameon=False, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.spines[["top", "right"]].set_visible(False)
+    if title:
+        ax.set_title(title, fontsize=10)
     fig.tight_layout()
     return fig

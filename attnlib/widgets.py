@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["measures_explorer", "temperature_explorer", "tempered", "sentence_explorer", "importance_explorer", "adversary_explorer", "permutation_explorer"]
+__all__ = ["measures_explorer", "temperature_explorer", "tempered", "sentence_explorer", "importance_explorer", "adversary_explorer", "permutation_explorer", "needle_figure", "needle_explorer"]
 
 
 def _normalise(w) -> np.ndarray:
@@ -216,3 +216,46 @@ def _model_instance_explorer(results: dict, what: str, draw, index: int = 0):
         w.observe(lambda *_: _figure_out(out, lambda: draw(choice.value, pick.value)), names="value")
     _figure_out(out, lambda: draw(choice.value, pick.value))
     return W.VBox([W.HBox([choice, pick]), out])
+
+
+def needle_figure(models: dict, vocab, marker: str = "superb", length: int = 150, seed: int = 0):
+    """One needle sentence (``marker`` among ``length`` distractors) through each model (Chapter 6)."""
+    import torch
+
+    from .data import collate, needle_sentence
+    from .models import eval_mode
+    from .viz import plot_needle_attention
+
+    tokens = needle_sentence(marker, length, seed=seed)
+    batch = collate([vocab.encode(tokens)], labels=[0])
+    rows = {}
+    for name, model in models.items():
+        model = getattr(model, "model", model)
+        with torch.no_grad(), eval_mode(model):
+            out = model(batch.to(next(model.parameters()).device))
+        alpha = out.attention[0][out.encoded.mask[0]].cpu().numpy()
+        rows[f"{name}: p(positive) = {float(out.probs[0, 1]):.2f}"] = alpha
+    return plot_needle_attention(rows, tokens.index(marker), title=f"'{marker}' among {length - 1} distractors")
+
+
+def needle_explorer(models: dict, vocab, marker: str = "superb", length: int = 150, seed: int = 0):
+    """Slide the sentence length and pick the marker: each model's attention and p(positive)."""
+    import ipywidgets as W
+
+    from .data import MARKER_POLARITY
+
+    if not models:
+        raise ValueError("models must map at least one name to a model")
+    markers = [w for w in MARKER_POLARITY if vocab.stoi.get(w) is not None]
+    length_slider = W.IntSlider(value=length, min=5, max=400, step=5, description="length T", continuous_update=False)
+    marker_box = W.Dropdown(options=markers, value=marker if marker in markers else markers[0], description="marker")
+    sentence_seed = W.IntSlider(value=seed, min=0, max=20, description="sentence", continuous_update=False)
+    out = W.Output()
+
+    def redraw(*_):
+        _figure_out(out, lambda: needle_figure(models, vocab, marker_box.value, length_slider.value, sentence_seed.value))
+
+    for w in (length_slider, marker_box, sentence_seed):
+        w.observe(redraw, names="value")
+    redraw()
+    return W.VBox([W.HBox([length_slider, marker_box, sentence_seed]), out])

@@ -28,6 +28,7 @@ from .synthetic import (
     POSITIVE_MARKERS,
     SyntheticData,
     make_synthetic,
+    needle_sentence,
 )
 from .text import DIGIT_TOKEN, EOS, PAD, SOS, SPECIALS, UNK, Vocabulary, tokenize
 
@@ -51,6 +52,7 @@ __all__ = [
     "DatasetUnavailableError",
     "OFFLINE_ALTERNATIVES",
     "make_synthetic",
+    "needle_sentence",
     "SyntheticData",
     "POSITIVE_MARKERS",
     "NEGATIVE_MARKERS",

@@ -51,6 +51,7 @@ __all__ = [
     "DISTRACTORS",
     "SyntheticData",
     "make_synthetic",
+    "needle_sentence",
 ]
 
 POSITIVE_MARKERS: tuple[str, ...] = (
@@ -137,3 +138,19 @@ def make_synthetic(
         tokens.append(toks)
         rationales.append(rationale)
     return SyntheticData(texts, tokens, labels, rationales)
+
+
+def needle_sentence(marker: str, length: int, *, seed: int = 0) -> list[str]:
+    """``length`` tokens: seeded random distractors with ``marker`` at a random position.
+
+    The probe of Chapter 6: how does a model's output change as one piece of evidence
+    is diluted among more and more irrelevant words?
+    """
+    _check_int("length", length, 1)
+    _check_int("seed", seed, 0)
+    if marker not in MARKER_POLARITY:
+        raise ValueError(f"marker must be one of the marker words {sorted(MARKER_POLARITY)}, got {marker!r}")
+    rng = np.random.default_rng(seed)
+    words = [DISTRACTORS[i] for i in rng.integers(len(DISTRACTORS), size=length)]
+    words[int(rng.integers(length))] = marker
+    return words

@@ -1,0 +1,296 @@
+"""Diagnostic classifiers guided by attention (Wiegreffe & Pinter 2019, Sec. 5).
+
+Wiegreffe & Pinter ask whether an attention distribution carries information about the
+task that a *different* model can use. The diagnostic model is the Average encoder,
+h_t = tanh(W e_t + b) on each token with no context, and a linear classifier on
+
+    c = sum_t alpha_t h_t,        y = sigma(w . c + b_out),
+
+where alpha is **given, not learned**: it is fixed per instance by a *guide* and
+the model (embeddings, W, w) is trained with Jain & Wallace's recipe around it. If a
+guide's attention helps the diagnostic model beyond uniform weights, the attention
+encodes something about which tokens matter. The guides of W&P's Table 3:
+
+* ``"uniform"``: alpha_t = 1 / T over the real tokens (the floor);
+* ``"trained"`` ("trained MLP"): the Average model learns its own tanh attention
+  jointly (an ordinary ``average+tanh`` model);
+* a trained model, e.g. the BiLSTM + tanh base model ("base LSTM") or an adversarially
+  trained one ("adversary"): its attention on every instance of every split, frozen;
+* attention computed any other way, as a dict {"train", "dev", "test"} -> one array per
+  instance (e.g. weights on the synthetic task's rationale tokens: an oracle guide).
+
+:func:`guide_attention` computes a guide's attention, :func:`guided_dataset` attaches it
+to a data set (:meth:`attnlib.data.Dataset.with_attention`), :func:`train_diagnostic`
+trains one diagnostic model and :func:`diagnostic_table` builds Table 3: test F1,
+accuracy and ROC-AUC per guide (mean and sd over seeds) beside the published F1.
+
+The guide's attention must be aligned to the diagnostic model's tokens, so a guide model
+must have been trained on the same data set (same vocabulary and tokenisation).
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from . import published as _published
+from .data import Dataset
+from .models import AttentionClassifier, ModelConfig
+from .train import TrainConfig, TrainedModel, predict, train_model
+
+__all__ = [
+    "GUIDE_NAMES",
+    "PUBLISHED_TABLE3",
+    "DIAGNOSTIC_CONFIG",
+    "guide_attention",
+    "guided_dataset",
+    "train_diagnostic",
+    "diagnostic_table",
+    "published_table3",
+]
+
+#: The guides given by name: uniform weights, or attention learned jointly ("trained MLP").
+GUIDE_NAMES = ("uniform", "trained")
+
+#: The diagnostic model: the Average encoder with a given attention (W&P 2019, Sec. 5).
+DIAGNOSTIC_CONFIG = ModelConfig(encoder="average", attention="given")
+
+_TABLE3 = "Wiegreffe & Pinter 2019, Table 3"
+
+#: Wiegreffe & Pinter 2019, Table 3: test F1 of the diagnostic MLP per guide (recalled, verify).
+PUBLISHED_TABLE3 = {
+    "sst": {
+        "uniform": _published.Published(0.812, _TABLE3, verify=True),
+        "trained MLP": _published.Published(0.817, _TABLE3, verify=True),
+        "base LSTM": _published.Published(0.824, _TABLE3, verify=True),
+        "adversary": _published.Published(0.815, _TABLE3, verify=True),
+    },
+    "imdb": {
+        "uniform": _published.Published(0.879, _TABLE3, verify=True),
+        "trained MLP": _published.Published(0.888, _TABLE3, verify=True),
+        "base LSTM": _published.Published(0.905, _TABLE3, verify=True),
+        "adversary": _published.Published(0.897, _TABLE3, verify=True),
+    },
+}
+
+_SPLITS = ("train", "dev", "test")
+_METRICS = ("f1", "accuracy", "roc_auc")
+
+
+# ----------------------------------------------------------------------------- guides
+_KINDS = f"one of {', '.join(map(repr, GUIDE_NAMES))}, a TrainedModel, an AttentionClassifier or a dict of attention per split"
+
+
+def _check_dataset(dataset) -> None:
+    if not isinstance(dataset, Dataset):
+        raise ValueError(
+            f"dataset must be an attnlib.data.Dataset (see attnlib.data.load_dataset), got {type(dataset).__name__}"
+        )
+
+
+def _check_guide(guide, dataset: Dataset) -> None:
+    """Raise a ValueError unless ``guide`` is a valid guide for ``dataset`` (nothing is computed)."""
+    if isinstance(guide, str):
+        if guide not in GUIDE_NAMES:
+            raise ValueError(f"unknown guide {guide!r}; give {_KINDS}")
+        return
+    if isinstance(guide, Mapping):
+        if set(guide) != set(_SPLITS):
+            raise ValueError(
+                f"a guide given as attention must map exactly 'train', 'dev' and 'test' to one array per "
+                f"instance, got keys {sorted(map(str, guide))}"
+            )
+        for name in _SPLITS:
+            if len(guide[name]) != len(dataset[name]):
+                raise ValueError(
+                    f"the guide's attention has {len(guide[name])} arrays for split {name!r} but {dataset.name!r} "
+                    f"has {len(dataset[name])} instances there"
+                )
+        return
+    model = guide.model if isinstance(guide, TrainedModel) else guide
+    if not isinstance(model, AttentionClassifier):
+        raise ValueError(f"a guide must be {_KINDS}; got {type(guide).__name__}")
+    if model.config.attention == "given":
+        raise ValueError("the guide model has attention='given': it has no attention of its own to give")
+    if model.vocab_size != len(dataset.vocab):
+        raise ValueError(
+            f"the guide model's vocabulary has {model.vocab_size} entries but {dataset.name!r} has "
+            f"{len(dataset.vocab)}: the given attention must be aligned to the diagnostic model's tokens, "
+            "so train the guide on this same data set"
+        )
+
+
+def guide_attention(guide, dataset: Dataset, *, batch_size: int = 256) -> dict[str, list[np.ndarray]]:
+    """A guide's attention on every instance of every split: {"train", "dev", "test"} -> arrays.
+
+    ``guide`` is ``"uniform"`` (alpha_t = 1 / T over the T real tokens), a model trained on
+    ``dataset`` (a :class:`~attnlib.train.TrainedModel` or an
+    :class:`~attnlib.models.AttentionClassifier`), whose own attention alpha-hat is computed
+    in batches with :func:`attnlib.train.predict`, or attention computed elsewhere: a dict
+    with the same keys, returned as given (e.g. weights on the rationale tokens). Each array
+    has one weight per real token (no SOS/EOS) and sums to 1 (checked when attached by
+    :func:`guided_dataset`). Wiegreffe & Pinter 2019, Sec. 5.
+    """
+    _check_dataset(dataset)
+    _check_guide(guide, dataset)
+    if isinstance(guide, str) and guide == "trained":
+        raise ValueError(
+            "the 'trained' guide learns its attention jointly with the diagnostic model, so it has no "
+            "attention to give in advance: use train_diagnostic(dataset, 'trained')"
+        )
+    if isinstance(guide, str):  # "uniform"
+        out = {}
+        for name in _SPLITS:
+            lengths = dataset[name].lengths()
+            weights = np.repeat(np.float32(1.0) / lengths.astype(np.float32), lengths)  # (sum_i T_i,)
+            out[name] = np.split(weights, np.cumsum(lengths)[:-1]) if len(lengths) else []
+        return out
+    if isinstance(guide, Mapping):
+        return {name: list(guide[name]) for name in _SPLITS}
+    model = guide.model if isinstance(guide, TrainedModel) else guide
+    return {name: predict(model, dataset[name], batch_size=batch_size).attention for name in _SPLITS}
+
+
+def guided_dataset(dataset: Dataset, guide, *, batch_size: int = 256) -> Dataset:
+    """``dataset`` with a guide's attention attached to every split (see :func:`guide_attention`).
+
+    The diagnostic model trained by :func:`train_diagnostic` reads its attention from the
+    batches of this data set: evaluate or inspect it on this, not on ``dataset``.
+    """
+    return dataset.with_attention(**guide_attention(guide, dataset, batch_size=batch_size))
+
+
+# ----------------------------------------------------------------------------- training
+def _training(dataset: Dataset, guide):
+    """(data set, model config) that train a diagnostic model for ``guide``."""
+    _check_dataset(dataset)
+    _check_guide(guide, dataset)
+    n_classes = len(dataset.classes)
+    if isinstance(guide, str) and guide == "trained":
+        return dataset, ModelConfig(encoder="average", attention="tanh", n_classes=n_classes)
+    config = ModelConfig(**{**DIAGNOSTIC_CONFIG.to_dict(), "n_classes": n_classes})
+    return guided_dataset(dataset, guide), config
+
+
+def train_diagnostic(
+    dataset: Dataset,
+    guide,
+    *,
+    seed: int = 0,
+    train_config: TrainConfig | None = None,
+    epochs: int | None = None,
+    device=None,
+    use_cache: bool = True,
+    progress: bool = True,
+) -> TrainedModel:
+    """Train (or load from the cache) W&P's diagnostic MLP guided by ``guide``'s attention.
+
+    The Average encoder h_t = tanh(W e_t + b) and a linear classifier on
+    c = sum_t alpha_t h_t, with alpha given by the guide and frozen (Wiegreffe & Pinter
+    2019, Sec. 5, Table 3); trained with J&W's recipe by :func:`attnlib.train.train_model`.
+    ``guide``: ``"uniform"``, ``"trained"`` (the "trained MLP": an ``average+tanh`` model
+    that learns its attention jointly), a model trained on ``dataset`` (TrainedModel or
+    AttentionClassifier) whose attention is taken on every split, or a dict of attention
+    per split (see :func:`guide_attention`). The cache key includes the given attention,
+    so different guides never share a cached model.
+
+    A diagnostic model with a given attention decodes with ``Batch.attention``: evaluate it
+    on ``guided_dataset(dataset, guide)``. Its ``test`` scores are already in the result.
+    """
+    guided, config = _training(dataset, guide)
+    return train_model(
+        guided, config, seed=seed, train_config=train_config, epochs=epochs, device=device,
+        use_cache=use_cache, progress=progress,
+    )
+
+
+# ----------------------------------------------------------------------------- Table 3
+def published_table3(dataset: str) -> dict | None:
+    """W&P's Table 3 F1 per guide name for one of our data set names, or None if it has none.
+
+    Our data sets map to the paper's with :data:`attnlib.published.PAPER_DATASET`
+    (rt-polarity stands in for SST).
+    """
+    key = _published.PAPER_DATASET.get(dataset)
+    return PUBLISHED_TABLE3.get(key) if key is not None else None
+
+
+def _check_seeds(seeds) -> tuple[int, ...]:
+    if isinstance(seeds, numbers.Integral) and not isinstance(seeds, bool):
+        seeds = (seeds,)
+    try:
+        seeds = tuple(seeds) if not isinstance(seeds, str) else ()
+    except TypeError:
+        seeds = ()
+    if not seeds:
+        raise ValueError("seeds must be a non-empty sequence of non-negative ints, e.g. (0, 1, 2)")
+    for s in seeds:
+        if isinstance(s, bool) or not isinstance(s, numbers.Integral) or s < 0:
+            raise ValueError(f"seeds must be non-negative ints, got {s!r}")
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds must be distinct (a repeated seed trains the same model twice), got {seeds!r}")
+    return tuple(int(s) for s in seeds)
+
+
+def diagnostic_table(
+    dataset: Dataset,
+    guides: Mapping[str, object],
+    *,
+    seeds=(0,),
+    train_config: TrainConfig | None = None,
+    epochs: int | None = None,
+    device=None,
+    use_cache: bool = True,
+    progress: bool = True,
+) -> pd.DataFrame:
+    """W&P's Table 3: test scores of a diagnostic MLP per guide, beside the published F1.
+
+    ``guides`` maps a row name to a guide (see :func:`train_diagnostic`), e.g.
+    ``{"uniform": "uniform", "trained MLP": "trained", "base LSTM": lstm, "adversary": adv}``;
+    rows keep its order. For each guide a diagnostic model is trained per seed (the guide's
+    attention is computed once). Columns: ``test f1``, ``test accuracy``, ``test roc_auc``
+    (means over seeds), each followed, with several seeds, by its ``... sd`` (sample sd,
+    ddof = 1); and when the data set stands in for one of the paper's (rt-polarity -> SST,
+    imdb), ``published f1``: W&P 2019 Table 3 for rows named as in the paper ("uniform",
+    "trained MLP", "base LSTM", "adversary"), NaN for other rows. Those figures are
+    recalled from the paper (verify); see :data:`PUBLISHED_TABLE3`.
+    """
+    _check_dataset(dataset)
+    if not isinstance(guides, Mapping) or len(guides) == 0:
+        raise ValueError("guides must be a non-empty dict of row name -> guide, e.g. {'uniform': 'uniform'}")
+    for name in guides:
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"guide names must be non-empty strings, got {name!r}")
+    seeds = _check_seeds(seeds)
+    # Validate every guide before training anything: a typo in the last row should not cost a run.
+    for guide in guides.values():
+        _check_guide(guide, dataset)
+
+    paper = published_table3(dataset.name)
+    rows = {}
+    for name, guide in guides.items():
+        guided, config = _training(dataset, guide)
+        results = [
+            train_model(
+                guided, config, seed=seed, train_config=train_config, epochs=epochs, device=device,
+                use_cache=use_cache, progress=progress,
+            ).test
+            for seed in seeds
+        ]
+        scores = np.array([[r[m] for m in _METRICS] for r in results], dtype=np.float64)  # (seeds, metrics)
+        row = {}
+        for j, m in enumerate(_METRICS):
+            row[f"test {m}"] = float(scores[:, j].mean())
+            if len(seeds) > 1:
+                row[f"test {m} sd"] = float(scores[:, j].std(ddof=1))
+        if paper is not None:
+            row["published f1"] = paper[name].value if name in paper else math.nan
+        rows[name] = row
+    frame = pd.DataFrame.from_dict(rows, orient="index")
+    frame.index.name = "guide"
+    if paper is not None:
+        frame.attrs["published f1"] = f"{_TABLE3} (recalled from the paper: verify)"
+    return frame

@@ -48,6 +48,7 @@ import torch
 from . import metrics
 from ._checks import check_finite, check_positive_int
 from .counterfactual import _check_seed, _chunks, _device, _instances, _take
+from .importance import _check_model
 from .models import AttentionClassifier, eval_mode
 
 __all__ = [
@@ -223,13 +224,6 @@ class RankedRemovalResult:
 
 
 # ----------------------------------------------------------------------------- helpers
-def _check_model(model) -> AttentionClassifier:
-    if not isinstance(model, AttentionClassifier):
-        raise ValueError(
-            f"model must be an attnlib.models.AttentionClassifier (e.g. train_model(...).model), "
-            f"got {type(model).__name__}"
-        )
-    return model
 
 
 def _check_own_attention(model: AttentionClassifier) -> None:

@@ -26,7 +26,10 @@ def as_tensor(x, name: str, dtype=torch.float64) -> tuple[torch.Tensor, bool]:
         raise ValueError(f"{name} must be array-like of numbers: {err}") from None
     if arr.dtype == object:
         raise ValueError(f"{name} must be a rectangular array of numbers (got ragged or object data)")
-    t = torch.from_numpy(np.ascontiguousarray(arr))
+    arr = np.ascontiguousarray(arr)
+    if not arr.flags.writeable:  # e.g. np.broadcast_to views: torch warns on read-only memory
+        arr = arr.copy()
+    t = torch.from_numpy(arr)
     return (t.to(dtype) if dtype is not None else t), False
 
 

@@ -272,3 +272,18 @@ def test_kendall_tau_leading_dims_and_torch():
 def test_kendall_tau_bad_input(x, y, kwargs, message):
     with pytest.raises(ValueError, match=message):
         kendall_tau(x, y, **kwargs)
+
+
+def test_read_only_input_gives_no_warning_and_same_value():
+    """np.broadcast_to views are read-only; the metrics copy them instead of warning."""
+    import warnings
+
+    rng = np.random.default_rng(3)
+    base = rng.dirichlet(np.ones(5), size=4)
+    seeds = rng.dirichlet(np.ones(5), size=(1, 4))
+    view = np.broadcast_to(base, seeds.shape)
+    assert not view.flags.writeable
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = jsd(seeds, view)
+    np.testing.assert_allclose(got, jsd(seeds, view.copy()))

@@ -30,6 +30,12 @@ __all__ = [
     "check_f1",
     "check_median_jsd_over_seeds",
     "check_noise_floor_fraction",
+    "check_masked_kl",
+    "check_adversarial_loss",
+    "check_guided_context",
+    "check_guide_gain",
+    "check_erase",
+    "check_first_flip_fraction",
 ]
 
 
@@ -338,3 +344,132 @@ def check_noise_floor_fraction(fn: Callable) -> CheckResult:
         cases.append((rng.uniform(0, 0.69, n), rng.uniform(0, 0.3, n)))
     return _report("noise-floor fraction", fn, cases, lambda adv, seeds: float(np.mean(adv > seeds)),
                    to_numpy=lambda x: np.asarray(x, dtype=float))
+
+
+# ----------------------------------------------------------------------------- Chapters 8-10
+_as_float = lambda t: np.asarray(t.detach() if isinstance(t, torch.Tensor) else t, dtype=float)  # noqa: E731
+
+
+def _attention_cases(seed: int, shapes=((1, 3), (4, 7), (5, 12)), *, min_real: int = 1):
+    """(alpha_a, alpha_b, mask) triples: softmax attention over random real tokens, exactly 0 on padding."""
+    g = torch.Generator().manual_seed(seed)
+    cases = []
+    for B, T in shapes:
+        n_real = torch.randint(min_real, T + 1, (B,), generator=g)
+        mask = torch.arange(T)[None, :] < n_real[:, None]
+        a = torch.softmax(torch.randn(B, T, generator=g, dtype=torch.float64).masked_fill(~mask, -torch.inf), -1)
+        b = torch.softmax(torch.randn(B, T, generator=g, dtype=torch.float64).masked_fill(~mask, -torch.inf), -1)
+        cases.append((a, b, mask))
+    return cases
+
+
+def check_masked_kl(fn: Callable) -> CheckResult:
+    """Exercise: KL(alpha_a || alpha_b) over the real tokens, finite with exact zeros on padding (Chapter 8)."""
+    from .adversarial_training import _loss_terms
+
+    def reference(a, b, mask):
+        probs = torch.full((a.shape[0], 2), 0.5, dtype=a.dtype)
+        return _loss_terms(probs, probs, a, b, mask, 0.0)[2]
+
+    return _report("masked KL", fn, _attention_cases(19), reference, to_numpy=_as_float)
+
+
+def check_adversarial_loss(fn: Callable) -> CheckResult:
+    """Exercise: W&P's per-instance loss TVD(y_a, y_b) - lambda KL(alpha_a || alpha_b) (Chapter 8)."""
+    from .adversarial_training import adversarial_loss
+
+    g = torch.Generator().manual_seed(20)
+    cases = []
+    for (a, b, mask), lam in zip(_attention_cases(21), (0.0, 0.01, 1.0)):
+        pa = torch.softmax(torch.randn(a.shape[0], 2, generator=g, dtype=torch.float64), -1)
+        pb = torch.softmax(torch.randn(a.shape[0], 2, generator=g, dtype=torch.float64), -1)
+        cases.append((pa, pb, a, b, mask, lam))
+    return _report("adversarial loss", fn, cases, adversarial_loss, to_numpy=_as_float)
+
+
+def check_guided_context(fn: Callable) -> CheckResult:
+    """Exercise: the context sum_t alpha_t h_t of a diagnostic model with given, ragged attention (Chapter 9).
+
+    ``fn(hidden, given)``: hidden (B, T, H), given a list of B arrays (one weight per real
+    token, real tokens first); returns (B, H), padding contributing nothing.
+    """
+    g = torch.Generator().manual_seed(22)
+    cases = []
+    for B, T, H in ((1, 4, 3), (3, 6, 5), (5, 9, 2)):
+        lengths = torch.randint(1, T + 1, (B,), generator=g).tolist()
+        hidden = torch.randn(B, T, H, generator=g, dtype=torch.float64)
+        given = [torch.softmax(torch.randn(n, generator=g, dtype=torch.float64), -1).numpy() for n in lengths]
+        cases.append((hidden, given))
+
+    def reference(hidden, given):
+        alpha = torch.zeros(hidden.shape[:2], dtype=hidden.dtype)
+        for i, w in enumerate(given):
+            alpha[i, : len(w)] = torch.as_tensor(w)
+        return (alpha.unsqueeze(-1) * hidden).sum(1)
+
+    return _report("guided context", fn, cases, reference, to_numpy=_as_float)
+
+
+def check_guide_gain(fn: Callable) -> CheckResult:
+    """Exercise: each guide's F1 gain over the uniform guide, mean and sd over seeds (Chapter 9).
+
+    ``fn(frame)``: a frame with columns guide, seed, f1 (one row per guide and seed);
+    returns a frame indexed by guide (sorted) with columns ``mean gain`` and ``sd gain``
+    (sample sd, ddof=1; NaN for one seed), the gain taken seed by seed against the
+    uniform guide's F1 for the same seed.
+    """
+    import pandas as pd
+
+    rng = np.random.default_rng(23)
+    cases = []
+    for seeds in ((0,), (0, 1, 2), (3, 5, 7, 9)):
+        guides = ["uniform", "trained", "lstm"] + (["adversary"] if len(seeds) > 1 else [])
+        rows = [{"guide": gd, "seed": sd, "f1": float(rng.uniform(0.6, 0.9))} for gd in guides for sd in seeds]
+        cases.append((pd.DataFrame(rows).sample(frac=1.0, random_state=len(seeds)).reset_index(drop=True),))
+
+    def reference(frame):
+        wide = frame.pivot(index="seed", columns="guide", values="f1")
+        gain = wide.sub(wide["uniform"], axis=0)
+        return pd.DataFrame({"mean gain": gain.mean(), "sd gain": gain.std(ddof=1)}).sort_index()
+
+    def to_numpy(f):
+        if not isinstance(f, pd.DataFrame) or not {"mean gain", "sd gain"} <= set(f.columns):
+            raise ValueError("return a DataFrame with columns 'mean gain' and 'sd gain'")
+        return f.sort_index()[["mean gain", "sd gain"]].to_numpy(dtype=float)
+
+    try:
+        return _report("guide gain", fn, cases, reference, to_numpy=to_numpy)
+    except ValueError as err:
+        return CheckResult(False, f"guide gain: {err}")
+
+
+def check_erase(fn: Callable) -> CheckResult:
+    """Exercise: zero the chosen attention weights and renormalise over the rest (Chapter 10)."""
+    from .erasure import erased_attention
+
+    g = torch.Generator().manual_seed(24)
+    cases = []
+    for a, _, mask in _attention_cases(25, min_real=2):
+        remove = (torch.rand(mask.shape, generator=g) < 0.4) & mask
+        first = mask.float().argmax(-1)  # keep the first real token of every row
+        remove[torch.arange(len(mask)), first] = False
+        cases.append((a, mask, remove))
+    return _report("erase and renormalise", fn, cases, erased_attention, to_numpy=_as_float)
+
+
+def check_first_flip_fraction(fn: Callable) -> CheckResult:
+    """Exercise: the fraction of tokens removed at the first decision flip, NaN if none (Chapter 10).
+
+    ``fn(flips, lengths)``: flips (N, K) bool, flips[i, k] True when erasing the k+1 top-ranked
+    tokens of instance i flips its decision; lengths (N,) real tokens. Returns (N,).
+    """
+    rng = np.random.default_rng(26)
+    cases = [(np.array([[False, True, True], [False, False, False]]), np.array([4, 3]))]
+    for N, K in ((6, 5), (40, 12)):
+        cases.append((rng.uniform(size=(N, K)) < 0.25, rng.integers(K + 1, K + 10, N)))
+
+    def reference(flips, lengths):
+        first = flips.argmax(-1) + 1.0
+        return np.where(flips.any(-1), first / lengths, np.nan)
+
+    return _report("first-flip fraction", fn, cases, reference, to_numpy=lambda x: np.asarray(x, dtype=float))

@@ -30,6 +30,7 @@ __all__ = [
     "plot_dilution",
     "plot_needle_attention",
     "plot_uniform_comparison",
+    "plot_lambda_sweep",
 ]
 
 ATTENTION_CMAP = "Oranges"
@@ -509,6 +510,54 @@ def plot_uniform_comparison(table, *, title: str | None = "test F1: trained vs u
     ax.set_xlim(0, 1.08)
     ax.set_xlabel("test F1 (positive class)")
     ax.invert_yaxis()
+    ax.legend(frameon=False, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.spines[["top", "right"]].set_visible(False)
+    if title:
+        ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def plot_lambda_sweep(frame, *, points: dict | None = None, highlight=None, ax=None, title: str | None = None):
+    """W&P's adversarial-training curve: mean attention JSD against mean output TVD, one point per lambda.
+
+    ``frame`` is :attr:`attnlib.adversarial_training.LambdaSweep.frame` (columns ``lambda``,
+    ``mean_jsd``, ``mean_tvd``); the points are joined in order of lambda. ``points`` maps a
+    label to an extra (jsd, tvd) point drawn on the same axes (the seed-variance and
+    uniform-attention models of W&P's Fig. 4); ``highlight`` rings one lambda of the frame.
+    """
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    else:
+        fig = ax.figure
+    f = frame.sort_values("lambda")
+    ax.plot(f["mean_jsd"], f["mean_tvd"], "-o", color="#d62728", lw=1.5, ms=5, label="adversaries (one per lambda)")
+    groups: list = []  # points that (nearly) coincide share one label, "λ = 0.01, 1"
+    for lam, x, y in zip(f["lambda"], f["mean_jsd"], f["mean_tvd"]):
+        for g in groups:
+            if abs(g["x"] - x) < 0.03 and abs(g["y"] - y) < 0.006:
+                g["lams"].append(lam)
+                break
+        else:
+            groups.append({"x": x, "y": y, "lams": [lam]})
+    for g in groups:
+        ax.annotate("λ = " + ", ".join(f"{v:g}" for v in g["lams"]), (g["x"], g["y"]), textcoords="offset points",
+                    xytext=(-6, 4), ha="right", va="bottom", fontsize=7, color="#d62728")
+    markers = iter(["s", "D", "^", "v", "P", "X"])
+    colours = iter(["#1f77b4", "#7f7f7f", "#2ca02c", "#9467bd", "#8c564b", "#e377c2"])
+    for label, (x, y) in (points or {}).items():
+        ax.plot([x], [y], linestyle="none", marker=next(markers), ms=8, color=next(colours), label=label)
+    if highlight is not None:
+        row = f[np.isclose(f["lambda"].to_numpy(dtype=float), float(highlight))]
+        if row.empty:
+            raise ValueError(f"highlight: no lambda {highlight:g} in the frame ({', '.join(f'{v:g}' for v in f['lambda'])})")
+        ax.plot(row["mean_jsd"], row["mean_tvd"], "o", ms=15, mfc="none", mec="black", mew=1.5,
+                label=f"shown: λ = {float(highlight):g}")
+    ax.set_xlim(0, np.log(2) * 1.05)
+    ax.axvline(np.log(2), color="grey", lw=0.8, ls=":")
+    ax.set_ylim(0, max([float(f["mean_tvd"].max())] + [p[1] for p in (points or {}).values()]) * 1.35 + 1e-3)
+    ax.set_xlabel("mean JSD(α_a, α_b): how different the attention is")
+    ax.set_ylabel("mean TVD(ŷ_a, ŷ_b): output change")
     ax.legend(frameon=False, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.spines[["top", "right"]].set_visible(False)
     if title:

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["measures_explorer", "temperature_explorer", "tempered", "sentence_explorer", "importance_explorer", "adversary_explorer", "permutation_explorer", "needle_figure", "needle_explorer"]
+__all__ = ["measures_explorer", "temperature_explorer", "tempered", "sentence_explorer", "importance_explorer", "adversary_explorer", "permutation_explorer", "needle_figure", "needle_explorer", "lambda_figures", "lambda_explorer"]
 
 
 def _normalise(w) -> np.ndarray:
@@ -259,3 +259,66 @@ def needle_explorer(models: dict, vocab, marker: str = "superb", length: int = 1
         w.observe(redraw, names="value")
     redraw()
     return W.VBox([W.HBox([length_slider, marker_box, sentence_seed]), out])
+
+
+def lambda_figures(sweep, indices: Sequence[int], lam, *, points: dict | None = None, split="test"):
+    """The lambda-sweep curve with ``lam`` ringed, and base vs adversary attention on a few sentences (Chapter 8).
+
+    ``sweep`` is an :class:`attnlib.adversarial_training.LambdaSweep`; ``indices`` pick
+    sentences of its ``split``; ``points`` are extra (jsd, tvd) points for the curve (see
+    :func:`attnlib.viz.plot_lambda_sweep`). Returns (curve figure, heatmap figure).
+    """
+    from .metrics import jsd
+    from .train import predict
+    from .viz import attention_heatmap, plot_lambda_sweep
+
+    if len(indices) == 0:
+        raise ValueError("indices must name at least one instance of the split")
+    adversary = sweep[lam]
+    data = sweep.dataset[split] if isinstance(split, str) else split
+    subset = data.subset(list(indices))
+    base, adv = predict(sweep.base.model, subset), predict(adversary.model, subset)
+    sentences, weights, titles = [], [], []
+    for j, tokens in enumerate(subset.tokens):
+        d = float(jsd(adv.attention[j], base.attention[j]))
+        sentences += [list(tokens), list(tokens)]
+        weights += [base.attention[j], adv.attention[j]]
+        titles += [f"base: p(positive) = {base.probs[j, -1]:.2f}",
+                   f"adversary, λ = {adversary.lam:g}: p(positive) = {adv.probs[j, -1]:.2f}, attention JSD {d:.2f} from the base"]
+    curve = plot_lambda_sweep(sweep.frame, points=points, highlight=adversary.lam)
+    return curve, attention_heatmap(sentences, weights, titles=titles)
+
+
+def lambda_explorer(sweep, indices: Sequence[int], lam=None, *, points: dict | None = None, split="test"):
+    """Slide along a precomputed lambda sweep: its curve point, its heatmaps and its F1 (Chapter 8).
+
+    Retraining an adversary takes minutes, so the slider only moves between the adversaries
+    ``sweep`` already holds (trained once and cached by :func:`attnlib.adversarial_training.lambda_sweep`).
+    """
+    import ipywidgets as W
+    import matplotlib.pyplot as plt
+    from IPython.display import display
+
+    lambdas = list(sweep.models)
+    if not lambdas:
+        raise ValueError("the sweep holds no adversary")
+    start = sweep._key(lam) if lam is not None else lambdas[0]
+    slider = W.SelectionSlider(options=[(f"{v:g}", v) for v in lambdas], value=start, description="lambda",
+                               continuous_update=False)
+    label = W.HTML()
+    out = W.Output()
+
+    def redraw(*_):
+        a = sweep[slider.value]
+        label.value = (f"adversary F1 {a.test['f1']:.3f} (base {sweep.base.test['f1']:.3f}); mean attention JSD "
+                       f"{a.agreement['jsd']:.3f}, mean output TVD {a.agreement['tvd']:.3f}, same decision "
+                       f"{a.agreement['same_decision']:.1%}")
+        with out:
+            out.clear_output(wait=True)
+            for fig in lambda_figures(sweep, indices, slider.value, points=points, split=split):
+                display(fig)
+                plt.close(fig)
+
+    slider.observe(redraw, names="value")
+    redraw()
+    return W.VBox([slider, label, out])

@@ -293,3 +293,29 @@ def test_lambda_sweep(synthetic, base):
     again = at.lambda_sweep(synthetic, base, lambdas, epochs=1, progress=False)
     assert again.frame["from_cache"].all()
     assert again.frame.drop(columns="from_cache").equals(frame.drop(columns="from_cache"))
+
+
+def test_lambda_widgets_move_along_the_sweep(synthetic, base):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from attnlib import widgets
+
+    sweep = at.lambda_sweep(synthetic, base, (1e-2, 1.0), epochs=1, progress=False)
+    curve, heat = widgets.lambda_figures(sweep, [0, 3], 1.0, points={"uniform": (0.3, 0.05)})
+    titles = [t.get_text() for ax in heat.axes for t in ax.texts]
+    assert any("adversary, λ = 1" in t for t in titles) and sum("base: p(positive)" in t for t in titles) == 2
+    assert "shown: λ = 1" in curve.axes[0].get_legend_handles_labels()[1]
+    plt.close("all")
+    box = widgets.lambda_explorer(sweep, [0], 1e-2)
+    slider, label = box.children[0], box.children[1]
+    assert slider.value == 1e-2 and "adversary F1" in label.value
+    slider.value = 1.0
+    assert f"{sweep[1.0].test['f1']:.3f}" in label.value
+    with pytest.raises(ValueError, match="no adversary for lambda = 0.5"):
+        widgets.lambda_explorer(sweep, [0], 0.5)
+    with pytest.raises(ValueError, match="at least one instance"):
+        widgets.lambda_figures(sweep, [], 1.0)
+    plt.close("all")

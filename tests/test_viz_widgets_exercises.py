@@ -198,3 +198,100 @@ def test_chapter_3_to_5_checkers_judge_reference_and_wrong_answers():
 
     assert exercises.check_pairwise_jsd(pairwise)
     assert not exercises.check_pairwise_jsd(lambda c: float(jsd_(c[0], c[-1])))
+
+
+def test_chapter_6_and_7_checkers_judge_reference_and_wrong_answers():
+    assert exercises.check_uniform_attention(lambda m: m.float() / m.float().sum(-1, keepdim=True))
+    assert not exercises.check_uniform_attention(lambda m: torch.full(m.shape, 1.0 / m.shape[1]))  # counts padding
+
+    def f1(y, p):
+        pred = p > 0.5
+        tp = np.sum(pred & (y == 1))
+        return 0.0 if tp == 0 else 2 * tp / (pred.sum() + np.sum(y == 1))
+
+    assert exercises.check_f1(f1)
+    assert not exercises.check_f1(lambda y, p: float(np.mean((p > 0.5) == y)))  # accuracy is not F1
+
+    assert exercises.check_median_jsd_over_seeds(lambda s, b: np.median(jsd(s, np.broadcast_to(b, s.shape)), axis=0))
+    assert not exercises.check_median_jsd_over_seeds(lambda s, b: np.mean(jsd(s, np.broadcast_to(b, s.shape)), axis=0))
+
+    assert exercises.check_noise_floor_fraction(lambda a, s: float(np.mean(a > s)))
+    assert not exercises.check_noise_floor_fraction(lambda a, s: float(np.mean(a >= s)))  # ties count
+
+
+def _kl(a, b, mask):
+    la = torch.log(torch.where(mask, a, torch.ones_like(a)))
+    lb = torch.log(torch.where(mask, b, torch.ones_like(b)))
+    return torch.where(mask, a * (la - lb), torch.zeros_like(a)).sum(-1)
+
+
+def test_chapter_8_checkers_catch_nan_and_the_swapped_kl():
+    assert exercises.check_masked_kl(_kl)
+    assert not exercises.check_masked_kl(lambda a, b, m: _kl(b, a, m))  # KL(b || a): the swapped order
+    naive = exercises.check_masked_kl(lambda a, b, m: (a * torch.log(a / b)).sum(-1))  # 0 log 0/0 on padding
+    assert not naive and "off" in naive.message
+
+    def loss(pa, pb, a, b, mask, lam):
+        return 0.5 * (pa - pb).abs().sum(-1) - lam * _kl(a, b, mask)
+
+    assert exercises.check_adversarial_loss(loss)
+    assert not exercises.check_adversarial_loss(lambda pa, pb, a, b, m, lam: 0.5 * (pa - pb).abs().sum(-1) + lam * _kl(a, b, m))
+    assert "not implemented" in exercises.check_adversarial_loss(lambda *a: (_ for _ in ()).throw(NotImplementedError())).message
+
+
+def test_chapter_9_checkers():
+    def context(hidden, given):
+        alpha = torch.zeros(hidden.shape[:2], dtype=hidden.dtype)
+        for i, w in enumerate(given):
+            alpha[i, : len(w)] = torch.as_tensor(w)
+        return torch.einsum("bt,bth->bh", alpha, hidden)
+
+    assert exercises.check_guided_context(context)
+    assert not exercises.check_guided_context(lambda h, g: h.mean(1))  # uniform, padding included
+
+    def gain(frame):
+        import pandas as pd
+
+        wide = frame.pivot(index="seed", columns="guide", values="f1")
+        d = wide.sub(wide["uniform"], axis=0)
+        return pd.DataFrame({"mean gain": d.mean(), "sd gain": d.std()})
+
+    def gain_of_means(frame):  # ignores the pairing by seed only in sd
+        import pandas as pd
+
+        g = frame.groupby("guide").f1
+        return pd.DataFrame({"mean gain": g.mean() - g.mean()["uniform"], "sd gain": g.std()})
+
+    assert exercises.check_guide_gain(gain)
+    assert not exercises.check_guide_gain(gain_of_means)
+    assert "columns" in exercises.check_guide_gain(lambda f: f).message
+
+
+def test_chapter_10_checkers():
+    from attnlib.erasure import erased_attention
+
+    assert exercises.check_erase(erased_attention)
+
+    def no_renormalise(a, mask, remove):
+        return a.masked_fill(remove, 0.0)
+
+    assert not exercises.check_erase(no_renormalise)
+
+    def fraction(flips, lengths):
+        first = flips.argmax(-1) + 1.0
+        return np.where(flips.any(-1), first / lengths, np.nan)
+
+    assert exercises.check_first_flip_fraction(fraction)
+    assert not exercises.check_first_flip_fraction(lambda f, n: (f.argmax(-1) + 1.0) / n)  # never-flipped is not 1/n
+    assert not exercises.check_first_flip_fraction(lambda f, n: np.where(f.any(-1), f.argmax(-1) / n, np.nan))  # off by one
+
+
+def test_lambda_sweep_plot_rings_the_chosen_lambda_and_rejects_unknown():
+    import pandas as pd
+
+    frame = pd.DataFrame({"lambda": [1e-3, 1e-2, 1.0], "mean_jsd": [0.2, 0.5, 0.69], "mean_tvd": [0.05, 0.08, 0.1]})
+    fig = viz.plot_lambda_sweep(frame, points={"seeds": (0.25, 0.06), "uniform": (0.3, 0.1)}, highlight=0.01)
+    labels = fig.axes[0].get_legend_handles_labels()[1]
+    assert labels == ["adversaries (one per lambda)", "seeds", "uniform", "shown: λ = 0.01"]
+    with pytest.raises(ValueError, match="no lambda 0.5"):
+        viz.plot_lambda_sweep(frame, highlight=0.5)

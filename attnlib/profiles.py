@@ -45,6 +45,8 @@ class Profile:
     wp_adversary_epochs: int = 8
     #: how many of ``seeds`` (after the base seed) Chapters 8-9 retrain for the noise-floor point
     wp_seed_points: int = 7
+    #: the data sets of the diagnostic-MLP table (Chapter 9); each needs a BiLSTM base and an adversary
+    wp_diagnostic_datasets: tuple = ("rt-polarity", "imdb")
     description: str = ""
 
     def dataset_kwargs(self, name: str) -> dict:
@@ -93,6 +95,7 @@ PROFILES: dict[str, Profile] = {
         wp_lambdas=(1e-3, 1e-2, 1e-1, 1.0),
         wp_adversary_epochs=4,
         wp_seed_points=1,
+        wp_diagnostic_datasets=("rt-polarity",),
         description="small and fast: the whole book in about 15 min on 2 CPU cores, <= 2 GB",
     ),
     "paper": Profile(
@@ -107,6 +110,9 @@ PROFILES: dict[str, Profile] = {
             name: tuple((e, a) for e in ("lstm", "cnn", "average") for a in ("tanh", "dot"))
             for name in ("rt-polarity", "imdb", "synthetic")
         },
+        # W&P's models are BiLSTMs throughout; the synthetic tasks keep the Average encoder.
+        wp_uniform_models={"rt-polarity": ("lstm",), "imdb": ("lstm",), "synthetic": ("average",),
+                           "synthetic-long": ("average",)},
         description="Jain & Wallace's sizes: full data, full test splits (GPU recommended)",
     ),
 }

@@ -31,6 +31,7 @@ __all__ = [
     "plot_needle_attention",
     "plot_uniform_comparison",
     "plot_lambda_sweep",
+    "plot_guides",
 ]
 
 ATTENTION_CMAP = "Oranges"
@@ -559,6 +560,45 @@ def plot_lambda_sweep(frame, *, points: dict | None = None, highlight=None, ax=N
     ax.set_xlabel("mean JSD(α_a, α_b): how different the attention is")
     ax.set_ylabel("mean TVD(ŷ_a, ŷ_b): output change")
     ax.legend(frameon=False, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.spines[["top", "right"]].set_visible(False)
+    if title:
+        ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def plot_guides(frame, *, metric: str = "test f1", title: str | None = None, ax=None):
+    """W&P's Table 3 as bars: the diagnostic model's score per guide, with the seeds' sd and W&P's F1.
+
+    ``frame`` is :func:`attnlib.diagnostic.diagnostic_table`'s result (index: guide). Error bars
+    show ``<metric> sd`` when present; ``published f1`` (when present and finite) is a black tick.
+    """
+    if metric not in frame.columns:
+        raise ValueError(f"metric {metric!r} is not a column of the frame ({', '.join(map(str, frame.columns))})")
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(6.4, 0.45 * len(frame) + 1.0))
+    else:
+        fig = ax.figure
+    y = np.arange(len(frame))
+    values = frame[metric].to_numpy(dtype=float)
+    sd = frame[f"{metric} sd"].to_numpy(dtype=float) if f"{metric} sd" in frame.columns else None
+    baseline = values[0]
+    colours = ["#bbbbbb"] + ["#2ca02c" if v > baseline else "#d62728" for v in values[1:]]
+    ax.barh(y, values, xerr=sd, height=0.6, color=colours, error_kw={"lw": 1, "capsize": 3})
+    for yi, v, e in zip(y, values, sd if sd is not None else np.zeros_like(values)):
+        ax.text(v + (e if np.isfinite(e) else 0.0) + 0.004, yi, f"{v:.3f}", fontsize=7, va="center")
+    if "published f1" in frame.columns and metric == "test f1":
+        paper = frame["published f1"].to_numpy(dtype=float)
+        ok = np.isfinite(paper)
+        ax.plot(paper[ok], y[ok], "|", color="black", ms=14, mew=2.5, label="W&P 2019, Table 3 (verify)")
+        if ok.any():
+            ax.legend(frameon=False, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.axvline(baseline, color="grey", lw=0.8, ls=":")
+    everything = np.r_[values, frame["published f1"].to_numpy(dtype=float) if "published f1" in frame.columns else []]
+    ax.set_xlim(max(0.0, np.nanmin(everything) - 0.08), min(1.0, np.nanmax(everything) + 0.06))
+    ax.set_yticks(y, [str(i) for i in frame.index], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel(metric.replace("test ", "test ").replace("f1", "F1 (positive class)"))
     ax.spines[["top", "right"]].set_visible(False)
     if title:
         ax.set_title(title, fontsize=10)

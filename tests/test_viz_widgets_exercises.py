@@ -295,3 +295,18 @@ def test_lambda_sweep_plot_rings_the_chosen_lambda_and_rejects_unknown():
     assert labels == ["adversaries (one per lambda)", "seeds", "uniform", "shown: λ = 0.01"]
     with pytest.raises(ValueError, match="no lambda 0.5"):
         viz.plot_lambda_sweep(frame, highlight=0.5)
+
+
+def test_plot_guides_marks_gain_and_paper():
+    import pandas as pd
+
+    frame = pd.DataFrame({"test f1": [0.78, 0.79, 0.73], "test f1 sd": [0.01, 0.0, 0.02],
+                          "published f1": [0.812, 0.817, np.nan]}, index=["uniform", "trained MLP", "oracle"])
+    fig = viz.plot_guides(frame, title="t")
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["uniform", "trained MLP", "oracle"]
+    colours = [matplotlib.colors.to_hex(b.get_facecolor()) for b in ax.patches]
+    assert colours == ["#bbbbbb", "#2ca02c", "#d62728"]  # baseline, better than uniform, worse
+    assert ax.get_legend_handles_labels()[1] == ["W&P 2019, Table 3 (verify)"]
+    with pytest.raises(ValueError, match="metric 'test auc'"):
+        viz.plot_guides(frame, metric="test auc")

@@ -32,6 +32,7 @@ __all__ = [
     "plot_uniform_comparison",
     "plot_lambda_sweep",
     "plot_guides",
+    "plot_flip_curves",
 ]
 
 ATTENTION_CMAP = "Oranges"
@@ -602,5 +603,43 @@ def plot_guides(frame, *, metric: str = "test f1", title: str | None = None, ax=
     ax.spines[["top", "right"]].set_visible(False)
     if title:
         ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+_RANKING_STYLE = {"attention": ("#ff7f0e", "-"), "random": ("#7f7f7f", "--"), "gradient": ("#1f77b4", "-"),
+                  "attention_x_gradient": ("#2ca02c", "-.")}
+
+
+def plot_flip_curves(panels: dict, *, title: str | None = None):
+    """Serrano & Smith's ranked removal as curves: share of decisions flipped vs fraction of weights erased.
+
+    ``panels`` maps a panel title (a model) to {ranking: fractions}, where ``fractions`` has
+    one entry per instance: the fraction of its tokens erased when its decision first
+    flipped, NaN when it never flips. A curve that rises sooner is a ranking that finds
+    decisive tokens sooner; where it ends below 1 is the share that never flips.
+    """
+    if not panels:
+        raise ValueError("panels must map at least one title to {ranking: fractions}")
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.4 * len(panels), 4.3), sharey=True, squeeze=False)
+    grid = np.linspace(0, 1, 201)
+    for ax, (name, curves) in zip(axes[0], panels.items()):
+        for ranking, fractions in curves.items():
+            f = np.asarray(fractions, dtype=float)
+            if f.ndim != 1 or len(f) == 0:
+                raise ValueError(f"{name}/{ranking}: fractions must be a non-empty 1-d array")
+            share = (f[None, :] <= grid[:, None]).mean(1)  # NaN (never flips) compares False
+            colour, style = _RANKING_STYLE.get(ranking, (None, "-"))
+            ax.plot(grid, share, color=colour, ls=style, lw=1.8,
+                    label=f"{ranking.replace('_x_', ' × ')} (never: {np.mean(np.isnan(f)):.0%})")
+        ax.set_title(name, fontsize=10)
+        ax.set_xlabel("fraction of attention weights erased")
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1)
+        ax.legend(frameon=False, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
+        ax.spines[["top", "right"]].set_visible(False)
+    axes[0, 0].set_ylabel("share of decisions flipped")
+    if title:
+        fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return fig

@@ -310,3 +310,14 @@ def test_plot_guides_marks_gain_and_paper():
     assert ax.get_legend_handles_labels()[1] == ["W&P 2019, Table 3 (verify)"]
     with pytest.raises(ValueError, match="metric 'test auc'"):
         viz.plot_guides(frame, metric="test auc")
+
+
+def test_flip_curves_reach_the_flipped_share():
+    fractions = np.array([0.1, 0.5, np.nan, 1.0])
+    fig = viz.plot_flip_curves({"m": {"attention": fractions, "random": np.array([np.nan, np.nan])}})
+    lines = fig.axes[0].get_lines()
+    assert lines[0].get_ydata()[-1] == pytest.approx(0.75) and lines[0].get_ydata()[0] == 0
+    assert np.all(lines[1].get_ydata() == 0)
+    assert fig.axes[0].get_legend_handles_labels()[1] == ["attention (never: 25%)", "random (never: 100%)"]
+    with pytest.raises(ValueError, match="at least one"):
+        viz.plot_flip_curves({})

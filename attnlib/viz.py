@@ -487,6 +487,17 @@ def plot_needle_attention(rows: dict, marker_position: int, *, title: str | None
     return fig
 
 
+def _finish(fig, ax, title: str | None, *, legend: bool = False):
+    """The book's figure finish: legend outside on the right, no top/right spines, title, tight layout."""
+    if legend:
+        ax.legend(frameon=False, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.spines[["top", "right"]].set_visible(False)
+    if title:
+        ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
 def plot_uniform_comparison(table, *, title: str | None = "test F1: trained vs uniform attention"):
     """Paired bars of F1 with trained and with uniform attention per (dataset, encoder), W&P's values as ticks.
 
@@ -512,12 +523,7 @@ def plot_uniform_comparison(table, *, title: str | None = "test F1: trained vs u
     ax.set_xlim(0, 1.08)
     ax.set_xlabel("test F1 (positive class)")
     ax.invert_yaxis()
-    ax.legend(frameon=False, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    ax.spines[["top", "right"]].set_visible(False)
-    if title:
-        ax.set_title(title, fontsize=10)
-    fig.tight_layout()
-    return fig
+    return _finish(fig, ax, title, legend=True)
 
 
 def plot_lambda_sweep(frame, *, points: dict | None = None, highlight=None, ax=None, title: str | None = None):
@@ -560,12 +566,7 @@ def plot_lambda_sweep(frame, *, points: dict | None = None, highlight=None, ax=N
     ax.set_ylim(0, max([float(f["mean_tvd"].max())] + [p[1] for p in (points or {}).values()]) * 1.35 + 1e-3)
     ax.set_xlabel("mean JSD(α_a, α_b): how different the attention is")
     ax.set_ylabel("mean TVD(ŷ_a, ŷ_b): output change")
-    ax.legend(frameon=False, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    ax.spines[["top", "right"]].set_visible(False)
-    if title:
-        ax.set_title(title, fontsize=10)
-    fig.tight_layout()
-    return fig
+    return _finish(fig, ax, title, legend=True)
 
 
 def plot_guides(frame, *, metric: str = "test f1", title: str | None = None, ax=None):
@@ -588,23 +589,19 @@ def plot_guides(frame, *, metric: str = "test f1", title: str | None = None, ax=
     ax.barh(y, values, xerr=sd, height=0.6, color=colours, error_kw={"lw": 1, "capsize": 3})
     for yi, v, e in zip(y, values, sd if sd is not None else np.zeros_like(values)):
         ax.text(v + (e if np.isfinite(e) else 0.0) + 0.004, yi, f"{v:.3f}", fontsize=7, va="center")
+    legend = False
     if "published f1" in frame.columns and metric == "test f1":
         paper = frame["published f1"].to_numpy(dtype=float)
         ok = np.isfinite(paper)
         ax.plot(paper[ok], y[ok], "|", color="black", ms=14, mew=2.5, label="W&P 2019, Table 3 (verify)")
-        if ok.any():
-            ax.legend(frameon=False, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        legend = bool(ok.any())
     ax.axvline(baseline, color="grey", lw=0.8, ls=":")
     everything = np.r_[values, frame["published f1"].to_numpy(dtype=float) if "published f1" in frame.columns else []]
     ax.set_xlim(max(0.0, np.nanmin(everything) - 0.08), min(1.0, np.nanmax(everything) + 0.06))
     ax.set_yticks(y, [str(i) for i in frame.index], fontsize=8)
     ax.invert_yaxis()
-    ax.set_xlabel(metric.replace("test ", "test ").replace("f1", "F1 (positive class)"))
-    ax.spines[["top", "right"]].set_visible(False)
-    if title:
-        ax.set_title(title, fontsize=10)
-    fig.tight_layout()
-    return fig
+    ax.set_xlabel(metric.replace("f1", "F1 (positive class)"))
+    return _finish(fig, ax, title, legend=legend)
 
 
 _RANKING_STYLE = {"attention": ("#ff7f0e", "-"), "random": ("#7f7f7f", "--"), "gradient": ("#1f77b4", "-"),

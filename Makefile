@@ -70,12 +70,16 @@ check-pages:
 
 # Execute every chapter with papermill into _build/papermill (the outputs are not written
 # over the committed notebooks). PROFILE=paper runs the paper-sized experiments.
+# --execution-timeout: in the book profile a cell that runs (or waits) past 15 min fails the run
+# instead of hanging it (nbclient can very rarely miss a reply after a widget cell:
+# jupyter/nbclient#312). The paper profile's training cells can take hours: no limit (-1).
 PROFILE ?= $(or $(ATTNLIB_PROFILE),book)
+CELL_TIMEOUT ?= $(if $(filter book,$(PROFILE)),900,-1)
 papermill: install
 	mkdir -p _build/papermill
 	set -e; for nb in chapters/[0-9]*.ipynb; do \
 	  echo "papermill $$nb (profile $(PROFILE))"; \
-	  $(BIN)/papermill -k python3 --cwd chapters --no-progress-bar $$nb _build/papermill/$$(basename $$nb) -p profile $(PROFILE); \
+	  $(BIN)/papermill -k python3 --cwd chapters --no-progress-bar --execution-timeout $(CELL_TIMEOUT) $$nb _build/papermill/$$(basename $$nb) -p profile $(PROFILE); \
 	done
 
 # Benchmarks: chapter wall time and peak memory, and the batched-vs-loop ratios.

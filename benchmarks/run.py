@@ -110,7 +110,7 @@ def bench_chapters(chapters: list[str] | None = None, profile: str = "book", iso
             if isolated:
                 env["ATTNLIB_CACHE_DIR"] = str(Path(tmp) / f"cache-{nb.stem}")
             cmd = [sys.executable, "-m", "papermill", "-k", "python3", "--cwd", str(nb.parent),
-                   "--no-progress-bar", str(nb), str(Path(tmp) / nb.name), "-p", "profile", profile]
+                   "--no-progress-bar", "--execution-timeout", str(BUDGET_CHAPTER_S * 5 if profile == "book" else -1), str(nb), str(Path(tmp) / nb.name), "-p", "profile", profile]
             stop, mem = threading.Event(), {}
             start = time.perf_counter()
             proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

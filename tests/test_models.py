@@ -175,3 +175,17 @@ def test_bad_inputs_raise_clear_errors():
         model(tokens.float())
     with pytest.raises(ValueError, match="embeddings must have shape"):
         AttentionClassifier(VOCAB, ModelConfig(), embeddings=np.zeros((3, 50)))
+
+
+@pytest.mark.parametrize("n_classes", [2, 4])
+def test_candidate_decode_equals_one_decode_per_candidate(n_classes):
+    """The (B, K, T) path (multiply-and-sum for one logit, einsum for several) is K separate decodes."""
+    torch.manual_seed(1)
+    m = AttentionClassifier(VOCAB, ModelConfig(n_classes=n_classes)).eval()
+    out = m(make_tokens([6, 9, 4]))
+    g = torch.Generator().manual_seed(2)
+    cands = torch.softmax(torch.randn(3, 5, out.attention.shape[1], generator=g).masked_fill(~out.encoded.mask[:, None], -torch.inf), -1)
+    probs, logits = m.decode(out.encoded.hidden, cands)
+    for k in range(5):
+        p_k, l_k = m.decode(out.encoded.hidden, cands[:, k])
+        assert torch.allclose(probs[:, k], p_k, atol=1e-6) and torch.allclose(logits[:, k], l_k, atol=1e-5)

@@ -287,3 +287,19 @@ def test_read_only_input_gives_no_warning_and_same_value():
         warnings.simplefilter("error")
         got = jsd(seeds, view)
     np.testing.assert_allclose(got, jsd(seeds, view.copy()))
+
+
+def test_attention_positions_on_ragged_attention():
+    from attnlib.metrics import attention_positions
+
+    att = [np.array([0.7, 0.2, 0.1]), np.array([0.25] * 4), np.array([0.1, 0.9]), np.array([1.0])]
+    got = attention_positions(att)
+    assert got["mean weight on first token"] == pytest.approx((0.7 + 0.25 + 0.1 + 1.0) / 4)
+    assert got["mean weight on last token"] == pytest.approx((0.1 + 0.25 + 0.9 + 1.0) / 4)
+    assert got["peak on first token"] == pytest.approx(2 / 4)  # the uniform row is a tie: neither
+    assert got["peak on last token"] == pytest.approx(2 / 4)  # the one-token row is both first and last
+    assert got["mean peak weight"] == pytest.approx((0.7 + 0.25 + 0.9 + 1.0) / 4)
+    with pytest.raises(ValueError, match="at least one instance"):
+        attention_positions([])
+    with pytest.raises(ValueError, match="instance 1 has none"):
+        attention_positions([np.array([1.0]), np.array([])])

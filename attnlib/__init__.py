@@ -42,8 +42,10 @@ __all__ = ["__version__", "seed_everything", "get_device", "get_profile", *sorte
 def seed_everything(seed: int) -> None:
     """Seed Python, NumPy and torch, and ask torch for deterministic kernels.
 
-    CPU runs with the same seed, thread count and library versions give the
-    same numbers twice; GPU runs are close but not bit-identical.
+    CPU runs with the same seed and library versions give the same numbers twice;
+    training always runs on :data:`attnlib.train.TRAIN_THREADS` threads, so a trained
+    model does not depend on the machine's core count. GPU runs are close but not
+    bit-identical.
     """
     import numpy as np
     import torch

@@ -11,7 +11,8 @@ embeddings e_t, hidden states h_t and output y-hat:
   tokens.
 * :func:`leave_one_out` -- LOO_t = TVD(y-hat(x), y-hat(x_{-t})): how much the output
   distribution moves when token t is deleted (batched: every deletion of every
-  instance of a batch runs as a few padded batches, not one forward per token).
+  instance of a batch runs as a few padded batches, not one forward per token; for
+  the BiLSTM, from the states of x, recomputing only what the deletion changes).
 * :func:`importance` -- attention, gradients and leave-one-out for a whole split
   (or a seeded stratified subset), as one :class:`ImportanceResult`.
 * :func:`agreement` -- J&W's Table 2: Kendall tau-b between attention and each
@@ -239,6 +240,138 @@ def _base_probs(model: AttentionClassifier, tokens: torch.Tensor) -> torch.Tenso
     return out
 
 
+# ----------------------------------------------------------------------------- BiLSTM deletion
+# Deleting token t leaves the forward LSTM's states before t and the backward LSTM's states
+# after t unchanged. So x_{-t} needs only the forward recurrence from t on (started from the
+# forward state at t - 1) and the backward recurrence from t - 1 down to <SOS> (started from
+# the backward state at t + 1): n - 1 steps of ONE direction instead of 2 (n - 1), and the
+# input projections W_ih x_j are those of x. For a chunk of m sentences padded to n, all
+# deletions t = 1 .. n - 2 are a dense (n - 2, m) grid of rows; step p of the recurrence
+# advances every deletion that has reached position p at once, so the loop runs over
+# positions, never over instances or deletions.
+
+
+def _lstm_direction(model: AttentionClassifier, reverse: bool):
+    """(W_ih^T, b_ih + b_hh, W_hh^T) of one direction of the model's BiLSTM."""
+    suffix = "_reverse" if reverse else ""
+    lstm = model.lstm
+    bias = getattr(lstm, f"bias_ih_l0{suffix}") + getattr(lstm, f"bias_hh_l0{suffix}")
+    return getattr(lstm, f"weight_ih_l0{suffix}").t(), bias, getattr(lstm, f"weight_hh_l0{suffix}").t()
+
+
+def _lstm_step(prev_h: torch.Tensor, w_hh_t: torch.Tensor, gates_x: torch.Tensor, c: torch.Tensor, out_h: torch.Tensor) -> None:
+    """One LSTM step, in place: c (r, m, H) is updated and the new h written to ``out_h``.
+
+    prev_h (r, m, H) and out_h may be strided views (rows of a larger buffer); gates_x
+    (m, 4H) are the input projections W_ih x + b, the same for all r. Gate order i, f, g, o
+    (PyTorch's).
+    """
+    r, m, H = c.shape
+    pre = torch.mm(prev_h.reshape(r * m, H), w_hh_t).view(r, m, 4 * H)
+    pre += gates_x
+    pre[..., : 2 * H].sigmoid_()
+    pre[..., 3 * H :].sigmoid_()
+    g = pre[..., 2 * H : 3 * H].tanh_()
+    c.mul_(pre[..., H : 2 * H]).addcmul_(pre[..., :H], g)
+    torch.tanh(c, out=out_h)
+    out_h.mul_(pre[..., 3 * H :])
+
+
+def _bilstm_states(model: AttentionClassifier, tokens: torch.Tensor):
+    """Input gates and (h, c) of both directions at every position: the encoder run on x.
+
+    Returns ``gates`` (forward, backward), each (B, T, 4H), and ``h_f, c_f, h_b, c_b``,
+    each (B, T, H); the backward recurrence of each row starts at its own <EOS>. Values past
+    a row's end are not meaningful (never read for a real deletion).
+    """
+    B, T = tokens.shape
+    H = model.config.hidden
+    embedded = model.embedding(tokens)  # (B, T, E)
+    lengths = (tokens != PAD).sum(-1, keepdim=True)  # (B, 1)
+    gates, states = [], []
+    for reverse in (False, True):
+        w_ih_t, bias, w_hh_t = _lstm_direction(model, reverse)
+        x = torch.matmul(embedded, w_ih_t) + bias  # (B, T, 4H)
+        h_all, c_all = embedded.new_empty(B, T, H), embedded.new_empty(B, T, H)
+        h, c = embedded.new_zeros(1, B, H), embedded.new_zeros(1, B, H)
+        for p in (range(T - 1, -1, -1) if reverse else range(T)):
+            if reverse:  # a row's backward recurrence starts from 0 at its <EOS>, p = n - 1
+                fresh = (p < lengths - 1).to(h.dtype)
+                h, c = h * fresh, c * fresh
+            _lstm_step(h, w_hh_t, x[:, p], c, h)
+            h_all[:, p], c_all[:, p] = h[0], c[0]
+        gates.append(x)
+        states += [h_all, c_all]
+    return gates, states
+
+
+def _bilstm_deletion_hidden(model, gates, states, n: int) -> torch.Tensor:
+    """Hidden states of x_{-t} for every sentence and every t = 1 .. n - 2, by state reuse.
+
+    ``gates`` and ``states`` are :func:`_bilstm_states` of m sentences, cut to width n.
+    Returns (n - 2, m, n - 1, 2H): deletion t - 1, sentence, position j of x_{-t}. In x_{-t}
+    position j holds x_j for j < t and x_{j + 1} after, so its forward state is h_f[j] for
+    j < t and its backward state h_b[j + 1] for j >= t; the rest is recomputed.
+    """
+    (g_f, g_b), (h_f, c_f, h_b, c_b) = gates, states
+    m, _, H = h_f.shape
+    W, D = n - 1, n - 2
+    # the unchanged halves, for every deletion at once (overwritten below where they change);
+    # built by cat, not empty(): with deterministic algorithms on, torch fills empty() with NaN
+    hidden = torch.cat([h_f[:, :W].expand(D, m, W, H), h_b[:, 1 : W + 1].expand(D, m, W, H)], -1)
+    w_hh_f, w_hh_b = _lstm_direction(model, False)[2], _lstm_direction(model, True)[2]
+    c = torch.zeros_like(hidden[:, :, 0, :H])  # (D, m, H): each row is set when its deletion starts
+    # forward: step p reads x_p and writes position p - 1 of x_{-t}, for t = 1 .. p - 1
+    for p in range(2, n):
+        c[p - 2] = c_f[:, p - 2]  # deletion t = p - 1 starts from x's state at t - 1
+        # the previous state at position p - 2: for t = p - 1 it is h_f[t - 1], left from above
+        _lstm_step(hidden[: p - 1, :, p - 2, :H], w_hh_f, g_f[:, p], c[: p - 1], hidden[: p - 1, :, p - 1, :H])
+    # backward: step p reads x_p and writes position p of x_{-t}, for t = p + 1 .. n - 2
+    for p in range(n - 3, -1, -1):
+        c[p] = c_b[:, p + 2]  # deletion t = p + 1 starts from x's state at t + 1
+        _lstm_step(hidden[p:, :, p + 1, H:], w_hh_b, g_b[:, p], c[p:], hidden[p:, :, p, H:])
+    return hidden
+
+
+def _bilstm_loo(model, tokens, base_probs, max_rows: int, max_tokens: int) -> torch.Tensor:
+    """Deletion leave-one-out (B, T) for a BiLSTM model, from the states of x (see above).
+
+    ``base_probs`` (B, C) is y-hat(x); None computes it from the same states.
+
+    Every (deletion, sentence) pair of a chunk is decoded, including the few where t is
+    past the sentence's end (shorter sentences of the chunk); those are not read.
+    """
+    B, T = tokens.shape
+    device = tokens.device
+    gates, states = _bilstm_states(model, tokens)
+    lengths = (tokens != PAD).sum(-1)
+    if base_probs is None:  # y-hat(x) from the same states
+        h_f, _, h_b, _ = states
+        encoded = Encoded(hidden=torch.cat([h_f, h_b], -1) * (tokens != PAD).unsqueeze(-1),
+                          mask=real_token_mask(tokens), embedded=None, lengths=lengths)
+        base_probs, _ = model.decode(encoded.hidden, model.attend(encoded))
+    order = torch.argsort(lengths, descending=True, stable=True).tolist()
+    scores = torch.zeros(B, T, dtype=base_probs.dtype, device=device)
+    start = 0
+    while start < B:  # chunks of sentences, each padded to its longest
+        n = int(lengths[order[start]])
+        m = max(1, min(max_rows // (n - 2), max_tokens // ((n - 2) * (n - 1))))
+        rows = torch.as_tensor(order[start : start + m], device=device)
+        m, start = len(rows), start + m
+        hidden = _bilstm_deletion_hidden(model, [g[rows, :n] for g in gates], [s[rows, :n] for s in states], n)
+        hidden = hidden.view((n - 2) * m, n - 1, -1)  # rows (t - 1, sentence), (R, n - 1, 2H)
+        b = rows.repeat(n - 2)
+        t = torch.arange(1, n - 1, device=device).repeat_interleave(m)
+        cols = torch.arange(n - 1, device=device).unsqueeze(0)
+        deleted = tokens[b.unsqueeze(1), (cols + (cols >= t.unsqueeze(1)).long()).clamp_max(T - 1)]  # x_{-t}
+        mask = real_token_mask(deleted) & (cols < (lengths[b] - 1).unsqueeze(1))
+        mask[:, 1] |= ~mask.any(-1)  # t past the end: any distribution will do, it is not read
+        probs, _ = model.decode(hidden, model.attend(Encoded(hidden=hidden, mask=mask, embedded=None, lengths=None)))
+        keep = t <= lengths[b] - 2
+        scores[b[keep], t[keep]] = tvd(base_probs[b[keep]], probs[keep], check=False)
+    return scores * real_token_mask(tokens)
+
+
 def _loo(
     model: AttentionClassifier,
     tokens: torch.Tensor,
@@ -249,7 +382,7 @@ def _loo(
     max_rows: int,
     max_tokens: int,
 ) -> torch.Tensor:
-    """Leave-one-out scores (B, T); validated inputs, eval mode, no grad."""
+    """Leave-one-out scores (B, T); validated inputs, eval mode, no grad; ``base_probs``: y-hat(x)."""
     device = tokens.device
     B, T = tokens.shape
     mask = real_token_mask(tokens)
@@ -262,6 +395,8 @@ def _loo(
             f"to attend to. Use mode='replace' with replacement=UNK, or drop them (J&W's data sets keep "
             f"sentences of >= 5 tokens)."
         )
+    if delete and model.config.encoder == "lstm":
+        return _bilstm_loo(model, tokens, base_probs, max_rows, max_tokens)
     # One row per (instance b, real position t): row-major, so rows of an instance are contiguous.
     row_b, row_t = mask.nonzero(as_tuple=True)
     lengths = (tokens != PAD).sum(-1)  # including SOS/EOS
@@ -328,7 +463,11 @@ def leave_one_out(
             forward pass (memory). All sum_b n_b perturbed sequences of the batch are
             built with index arithmetic (no loop over tokens), sorted by length and run in
             as few such chunks as the bounds allow (for the BiLSTM, chunks of rows of one
-            length, run without packing).
+            length, run without packing). Deletion from a BiLSTM reuses the states of x:
+            deleting t changes only the forward states from t on and the backward states
+            before t, so each x_{-t} costs n - 1 steps of one direction instead of a full
+            bidirectional pass, all deletions of a chunk advancing together (about 2.5x
+            faster; the scores are the same up to float rounding).
 
     Returns:
         (B, T) float tensor on the model's device: LOO_t at real tokens, 0 elsewhere.
@@ -342,7 +481,8 @@ def leave_one_out(
     replacement = _check_loo_args(model, mode, replacement, max_rows, max_tokens)
     tokens = _batch_tokens(model, batch)
     with eval_mode(model), torch.no_grad():
-        base = _base_probs(model, tokens)
+        reuse = mode == "delete" and model.config.encoder == "lstm"  # y-hat(x) comes with the states
+        base = None if reuse else _base_probs(model, tokens)
         return _loo(model, tokens, base, mode=mode, replacement=replacement, max_rows=max_rows, max_tokens=max_tokens)
 
 

@@ -143,8 +143,8 @@ def bench_permutation(n: int = 500, n_permutations: int = 100, repeats: int = 3)
         everything = _encode(model, split, indices)
 
         def batched_stage():
-            g = torch.Generator().manual_seed(0)
-            return [cf._permutation_changes(model, e.hidden, e.mask, a, P, g)[0] for _, e, a in buckets]
+            rng = np.random.default_rng(0)
+            return [cf._permutation_changes(model, e.hidden, e.mask, a, P, rng)[0] for _, e, a in buckets]
 
         sides = {
             "stage batched": batched_stage,

@@ -311,18 +311,21 @@ def test_bad_inputs(ds, adv):
         adv.select(0)
 
 
-def test_permutations_are_uniform_and_work_beyond_256_tokens():
+@pytest.mark.parametrize("long", (300, 1100))  # 32-bit keys up to 1,024 positions, 64-bit beyond
+def test_permutations_are_uniform_and_work_beyond_256_tokens(long):
     from collections import Counter
 
-    ids = [np.concatenate([[data.SOS], np.arange(4, 4 + n), [data.EOS]]) for n in (3, 300)]
+    ids = [np.concatenate([[data.SOS], np.arange(4, 4 + n), [data.EOS]]) for n in (3, long)]
     batch = collate(ids, [0, 1])
-    g = torch.Generator().manual_seed(0)
-    src = cf._permutation_sources(batch.mask, 6000, g)
+    src = cf._permutation_sources(batch.mask, 6000, np.random.default_rng(0))
     counts = Counter(map(tuple, src[0, :, 1:4].tolist()))
     assert len(counts) == 6 and all(abs(c - 1000) < 150 for c in counts.values())  # ~5 sigma
     assert torch.all(src[0, :, 4:] == torch.arange(4, src.shape[-1]))  # EOS and padding stay put
-    assert torch.all(src[1, :, 0] == 0) and torch.all(src[1, :, -1] == 301)  # SOS, EOS (int64 keys path)
-    assert torch.equal(src[1].sort(-1).values, torch.arange(302).expand(6000, 302))
+    assert torch.all(src[1, :, 0] == 0) and torch.all(src[1, :, -1] == long + 1)  # SOS, EOS
+    assert torch.equal(src[1].sort(-1).values, torch.arange(long + 2).expand(6000, long + 2))
+    # every real token of the long row lands on the first real position about equally often
+    first = np.bincount(src[1, :, 1].numpy(), minlength=long + 2)[1:-1]
+    assert first.sum() == 6000 and first.max() < 6000 / long * 4
 
 
 def test_loss_jsd_matches_metrics_jsd_in_value_and_gradient():

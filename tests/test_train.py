@@ -1,4 +1,5 @@
 """attnlib.train: the recipe, determinism, the model cache and its failure modes."""
+import contextlib
 import warnings
 
 import numpy as np
@@ -33,6 +34,30 @@ def test_seeded_training_is_deterministic(small):
         assert torch.equal(v, b.model.state_dict()[k]), k
     assert a.test == b.test
     assert any(not torch.equal(v, c.model.state_dict()[k]) for k, v in a.model.state_dict().items())
+
+
+def _train_on_threads(dataset, threads: int, monkeypatch, pinned: bool):
+    if not pinned:  # fit leaves the caller's thread count alone
+        monkeypatch.setattr(train, "training_threads", lambda device: contextlib.nullcontext())
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        result = train.train_model(dataset, encoder="lstm", epochs=2, use_cache=False, progress=False)
+        assert torch.get_num_threads() == threads  # restored after training
+    finally:
+        torch.set_num_threads(before)
+        monkeypatch.undo()
+    return result.model.state_dict()
+
+
+def test_the_trained_model_does_not_depend_on_the_callers_thread_count(monkeypatch):
+    dataset = data.load_dataset("synthetic", max_train=500, max_eval=60, seed=0)
+    one, three = (_train_on_threads(dataset, n, monkeypatch, pinned=True) for n in (1, 3))
+    for k, v in one.items():
+        assert torch.equal(v, three[k]), k
+    # the pin matters: on the caller's own thread counts the rounding differs
+    one, three = (_train_on_threads(dataset, n, monkeypatch, pinned=False) for n in (1, 3))
+    assert any(not torch.equal(v, three[k]) for k, v in one.items())
 
 
 def test_cache_hit_returns_the_same_model(small):

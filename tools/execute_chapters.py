@@ -2,15 +2,25 @@
 
     .venv/bin/python tools/execute_chapters.py                 # every chapter
     .venv/bin/python tools/execute_chapters.py chapters/02_measures.ipynb
+    .venv/bin/python tools/execute_chapters.py --reuse-cache chapters/08_adversarial_training.ipynb
 
 Runs each notebook top to bottom in a fresh kernel with chapters/ as the working directory,
 the ``book`` profile, and the widget state stored (the built book embeds it). `make test`
 (nbval) then proves the committed outputs are reproducible.
+
+The chapters share one EMPTY model cache (a temporary folder), as in CI's first build, so
+every model is trained by the code as it is now: a cache entry from older code has the
+same key (the key holds attnlib's version, not its source) and would put stale numbers
+into the committed outputs. ``--reuse-cache`` uses ``$ATTNLIB_CACHE_DIR`` or the user
+cache instead: faster, and safe only when no training code changed since it was filled.
+A chapter executed on its own trains every model it needs, including those an earlier
+chapter would have left in the cache.
 """
 from __future__ import annotations
 
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -34,10 +44,15 @@ def execute(path: Path) -> float:
 
 def main(argv: list[str]) -> int:
     os.environ.setdefault("ATTNLIB_PROFILE", "book")
-    paths = [Path(p) for p in argv] or sorted((ROOT / "chapters").glob("[0-9]*.ipynb"))
-    for path in paths:
-        print(f"executing {path} ...", flush=True)
-        print(f"  done in {execute(path.resolve()):.1f} s", flush=True)
+    reuse = "--reuse-cache" in argv
+    paths = [Path(p) for p in argv if p != "--reuse-cache"] or sorted((ROOT / "chapters").glob("[0-9]*.ipynb"))
+    with tempfile.TemporaryDirectory(prefix="attnlib-cache-") as fresh:
+        if not reuse:
+            os.environ["ATTNLIB_CACHE_DIR"] = fresh  # the kernels inherit it
+        print(f"model cache: {os.environ.get('ATTNLIB_CACHE_DIR', 'the user cache')}", flush=True)
+        for path in paths:
+            print(f"executing {path} ...", flush=True)
+            print(f"  done in {execute(path.resolve()):.1f} s", flush=True)
     return 0
 
 

@@ -326,6 +326,7 @@ def plot_violins_by_bin(
     if group or reference_label:
         ax.legend(frameon=False, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.set_xticks(range(len(bins)), [str(b) for b in bins])
+    ax.set_xlim(-0.5, len(bins) - 0.5)  # every bin gets its slot, empty ones included
     ax.set_xlabel(bin_column)
     ax.set_ylabel(ylabel or value)
     if ylim:
@@ -514,7 +515,8 @@ def plot_uniform_comparison(table, *, title: str | None = "test F1: trained vs u
             y = i + (j - 0.5) * 0.36
             f1 = float(row["F1"].iloc[0])
             ax.barh(y, f1, height=0.34, color=colours[which], label=which if i == 0 else None)
-            ax.text(f1 + 0.01, y, f"{f1:.3f}", va="center", fontsize=7)
+            # the value inside the bar, at its base: the W&P tick near the bar's end stays clear
+            ax.text(0.01, y, f"{f1:.3f}", va="center", fontsize=7, color="white" if which == "trained" else "black")
             paper = float(row["F1 (W&P)"].iloc[0])
             if np.isfinite(paper):
                 ax.plot([paper, paper], [y - 0.17, y + 0.17], color="black", lw=2,
@@ -587,8 +589,6 @@ def plot_guides(frame, *, metric: str = "test f1", title: str | None = None, ax=
     baseline = values[0]
     colours = ["#bbbbbb"] + ["#2ca02c" if v > baseline else "#d62728" for v in values[1:]]
     ax.barh(y, values, xerr=sd, height=0.6, color=colours, error_kw={"lw": 1, "capsize": 3})
-    for yi, v, e in zip(y, values, sd if sd is not None else np.zeros_like(values)):
-        ax.text(v + (e if np.isfinite(e) else 0.0) + 0.004, yi, f"{v:.3f}", fontsize=7, va="center")
     legend = False
     if "published f1" in frame.columns and metric == "test f1":
         paper = frame["published f1"].to_numpy(dtype=float)
@@ -597,7 +597,10 @@ def plot_guides(frame, *, metric: str = "test f1", title: str | None = None, ax=
         legend = bool(ok.any())
     ax.axvline(baseline, color="grey", lw=0.8, ls=":")
     everything = np.r_[values, frame["published f1"].to_numpy(dtype=float) if "published f1" in frame.columns else []]
-    ax.set_xlim(max(0.0, np.nanmin(everything) - 0.08), min(1.0, np.nanmax(everything) + 0.06))
+    left = max(0.0, np.nanmin(everything) - 0.08)
+    ax.set_xlim(left, min(1.0, np.nanmax(everything) + 0.06))
+    for yi, v, colour in zip(y, values, colours):  # the value inside the bar, at its base: clear of ticks and error bars
+        ax.text(left + 0.004, yi, f"{v:.3f}", fontsize=7, va="center", color="black" if colour == "#bbbbbb" else "white")
     ax.set_yticks(y, [str(i) for i in frame.index], fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel(metric.replace("f1", "F1 (positive class)"))

@@ -72,7 +72,7 @@ from dataclasses import asdict, dataclass, field
 import pandas as pd
 import torch
 
-from . import __version__, cache, metrics, seed_everything
+from . import cache, metrics, seed_everything
 from ._checks import check_distribution, check_positive_number
 from .data import Dataset, Split, glove_embeddings
 from .models import AttentionClassifier, eval_mode
@@ -344,7 +344,7 @@ def train_adversary(
         seed=seed,
         init_seed=seed + ADVERSARY_SEED_OFFSET,
         device=device.type,
-        attnlib=__version__,
+        attnlib=cache.code_version(),
     )
     result = AdversaryModel(
         model=None, dataset=dataset.name, config=config, train_config=train_config, seed=seed, key=key,

@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["cache_dir", "cache_key", "save", "load", "CacheCorruptionWarning", "ENV_VAR"]
+__all__ = ["cache_dir", "cache_key", "code_version", "save", "load", "CacheCorruptionWarning", "ENV_VAR"]
 
 ENV_VAR = "ATTNLIB_CACHE_DIR"
 _MAGIC = b"ATTNLIB-CACHE-1\n"
@@ -45,6 +45,31 @@ def cache_dir() -> Path:
         path = Path(user_cache_dir("attnlib", appauthor=False))
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+#: Modules that do not change what a cached model is (plots, widgets, exercise checkers,
+#: the published numbers): editing them keeps the cache. Every other module of the package
+#: is part of :func:`code_version`.
+_PRESENTATION_MODULES = frozenset({"viz.py", "widgets.py", "exercises.py", "published.py"})
+
+
+def code_version(package_dir: str | Path | None = None) -> str:
+    """attnlib's version plus a SHA-256 of the source that trains and computes: ``0.1.0+1a2b3c4d5e6f``.
+
+    Cache keys hold it, so that a change to the training code (the data pipeline, the models,
+    the recipe, the thread count) can never be answered with a model the old code trained:
+    the version string alone stays the same between releases. Edits to the presentation
+    modules (:data:`_PRESENTATION_MODULES`) keep the cache.
+    """
+    from . import __version__
+
+    root = Path(package_dir) if package_dir is not None else Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        if path.name in _PRESENTATION_MODULES and path.parent == root:
+            continue
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return f"{__version__}+{digest.hexdigest()[:12]}"
 
 
 def cache_key(**parts: Any) -> str:

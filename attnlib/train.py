@@ -6,8 +6,9 @@ Recipe (J&W 2019, Sec. 3 and their code): Adam with amsgrad, lr 1e-3, weight dec
 each epoch; 8 epochs; keep the epoch with the best dev ROC-AUC.
 
 :func:`train_model` caches the kept model under a key of the dataset's content, the
-model and training configuration, the seed, the device type and the attnlib version
-(see :mod:`attnlib.cache`), so a chapter run twice trains once.
+model and training configuration, the seed, the device type and the version of
+attnlib's training code (:func:`attnlib.cache.code_version`), so a chapter run twice
+trains once, and a change to the code retrains.
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from . import __version__, cache, get_device, seed_everything
+from . import cache, get_device, seed_everything
 from ._checks import check_positive_int, check_positive_number
 from .data import Dataset, Split, glove_embeddings
 from .models import AttentionClassifier, ModelConfig, eval_mode
@@ -374,7 +375,7 @@ def train_model(
         train=asdict(train_config),
         seed=seed,
         device=device.type,
-        attnlib=__version__,
+        attnlib=cache.code_version(),
     )
     result = TrainedModel(
         model=None, dataset=dataset.name, config=config, train_config=train_config, seed=seed, key=key

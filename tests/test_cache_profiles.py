@@ -89,3 +89,38 @@ def test_seed_everything_is_deterministic_and_validates():
     assert torch.equal(a, torch.randn(4))
     with pytest.raises(ValueError):
         seed_everything(-1)
+
+
+def test_code_version_follows_the_training_code_not_the_plots(tmp_path):
+    import shutil
+    from pathlib import Path
+
+    import attnlib
+
+    copy = tmp_path / "attnlib"
+    shutil.copytree(Path(attnlib.__file__).parent, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    before = cache.code_version(copy)
+    assert before.startswith(attnlib.__version__ + "+") and before == cache.code_version(copy)
+    assert cache.code_version(copy) == cache.code_version()  # the copy is the installed package
+    with open(copy / "viz.py", "a") as f:
+        f.write("\n# a new colour\n")
+    assert cache.code_version(copy) == before  # plots do not invalidate trained models
+    with open(copy / "data" / "text.py", "a") as f:
+        f.write("\n# a tokenizer change\n")
+    changed = cache.code_version(copy)
+    assert changed != before  # the data pipeline does, even in a sub-package
+    with open(copy / "train.py", "a") as f:
+        f.write("\n# a recipe change\n")
+    assert cache.code_version(copy) not in (before, changed)
+
+
+def test_a_model_trained_by_other_code_is_not_served(tmp_path, monkeypatch):
+    from attnlib import data, train
+
+    monkeypatch.setenv("ATTNLIB_CACHE_DIR", str(tmp_path))
+    small = data.load_dataset("synthetic", max_train=100, max_eval=40, seed=0)
+    first = train.train_model(small, encoder="average", epochs=1, progress=False)
+    assert train.train_model(small, encoder="average", epochs=1, progress=False).from_cache
+    monkeypatch.setattr(cache, "code_version", lambda package_dir=None: "0.1.0+edited")
+    again = train.train_model(small, encoder="average", epochs=1, progress=False)
+    assert not again.from_cache and again.key != first.key

@@ -9,10 +9,9 @@ the ``book`` profile, and the widget state stored (the built book embeds it). `m
 (nbval) then proves the committed outputs are reproducible.
 
 The chapters share one EMPTY model cache (a temporary folder), as in CI's first build, so
-every model is trained by the code as it is now: a cache entry from older code has the
-same key (the key holds attnlib's version, not its source) and would put stale numbers
-into the committed outputs. ``--reuse-cache`` uses ``$ATTNLIB_CACHE_DIR`` or the user
-cache instead: faster, and safe only when no training code changed since it was filled.
+the committed outputs are exactly what CI reproduces. ``--reuse-cache`` uses
+``$ATTNLIB_CACHE_DIR`` or the user cache instead: faster, and still safe, since cache keys
+include :func:`attnlib.cache.code_version` (a change to the training code retrains).
 A chapter executed on its own trains every model it needs, including those an earlier
 chapter would have left in the cache.
 """

@@ -215,12 +215,12 @@ class AttentionClassifier(nn.Module):
     def run_lstm(self, x):
         """``self.lstm(x)`` on PyTorch's own LSTM kernels, never oneDNN's.
 
-        oneDNN's LSTM (PyTorch's default on x86 CPUs) is not run-to-run deterministic: in
-        book builds, about one BiLSTM training in ten drifted from the same seeded run from
-        the first epoch on (0.6166 against 0.6140 mean loss), while the CNN and Average
-        models, built from matmuls, never did. PyTorch's own LSTM is the same function from
-        matmuls and pointwise operations (about 1.3x slower to train on 2 cores), so a
-        model, and every number computed from it, is the same on every run.
+        PyTorch's own LSTM is the same function built from matmuls and pointwise operations,
+        and with MKL's BLAS pinned to one thread during training (``train.training_threads``)
+        it trains the same model on every run, whatever ``MKL_DYNAMIC`` and ``OMP_DYNAMIC``
+        say. oneDNN's LSTM (PyTorch's default on x86 CPUs) is faster (about 1.4x per epoch)
+        but depends on the OpenMP runtime granting every thread it asks for: with
+        ``OMP_DYNAMIC=TRUE`` its training produced NaN.
         """
         before = torch.backends.mkldnn.enabled
         torch.backends.mkldnn.enabled = False

@@ -137,3 +137,40 @@ def test_no_warnings_from_a_normal_run(small):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         train.train_model(small, encoder="average", epochs=1, progress=False)
+
+
+_TRAIN_AND_HASH = """
+import contextlib, hashlib, sys
+import torch
+from attnlib import data, train
+if sys.argv[1] == "unpinned":  # torch's thread pin only, MKL left to choose
+    pin_torch = train.training_threads
+    train._MKL_SET_NUM_THREADS_LOCAL = None
+dataset = data.load_dataset("rt-polarity", max_train=640, max_eval=60, seed=0)
+model = train.train_model(dataset, encoder="lstm", epochs=1, use_cache=False, progress=False).model
+digest = hashlib.sha256()
+for value in model.state_dict().values():
+    digest.update(value.numpy().tobytes())
+print(digest.hexdigest())
+"""
+
+
+def _trained_model_digest(mode: str, **env) -> str:
+    import os
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _TRAIN_AND_HASH, mode], env={**os.environ, **env},
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout.strip().splitlines()[-1]
+
+
+@pytest.mark.skipif(train._MKL_SET_NUM_THREADS_LOCAL is None, reason="this torch build has no MKL")
+def test_the_trained_model_does_not_depend_on_mkls_thread_choice():
+    # MKL_DYNAMIC=FALSE makes MKL use every thread where it would otherwise pick its own count:
+    # exactly the difference seen between two book builds (a drifted BiLSTM)
+    pinned = {_trained_model_digest("pinned", MKL_DYNAMIC=v) for v in ("TRUE", "FALSE")}
+    assert len(pinned) == 1
+    unpinned = {_trained_model_digest("unpinned", MKL_DYNAMIC=v) for v in ("TRUE", "FALSE")}
+    assert len(unpinned) == 2  # the choice matters without the pin: the test can fail

@@ -215,11 +215,12 @@ class AttentionClassifier(nn.Module):
     def run_lstm(self, x):
         """``self.lstm(x)`` on PyTorch's own LSTM kernels, never oneDNN's.
 
-        PyTorch's own LSTM is the same function built from matmuls and pointwise operations.
-        oneDNN's (PyTorch's default on x86 CPUs) is about 1.4x faster per epoch but assumes
-        the OpenMP runtime grants every thread it asks for: with ``OMP_DYNAMIC=TRUE`` its
-        training produced NaN. (The run-to-run drift once blamed on it comes from MKL's own
-        thread choice in the matmuls, ``MKL_DYNAMIC``; see the project notes.)
+        PyTorch's own LSTM is the same function built from matmuls and pointwise operations,
+        and with MKL's BLAS pinned to one thread during training (``train.training_threads``)
+        it trains the same model on every run, whatever ``MKL_DYNAMIC`` and ``OMP_DYNAMIC``
+        say. oneDNN's LSTM (PyTorch's default on x86 CPUs) is faster (about 1.4x per epoch)
+        but depends on the OpenMP runtime granting every thread it asks for: with
+        ``OMP_DYNAMIC=TRUE`` its training produced NaN.
         """
         before = torch.backends.mkldnn.enabled
         torch.backends.mkldnn.enabled = False

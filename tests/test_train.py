@@ -137,3 +137,37 @@ def test_no_warnings_from_a_normal_run(small):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         train.train_model(small, encoder="average", epochs=1, progress=False)
+
+
+_TRAIN_AND_HASH = """
+import hashlib
+from attnlib import data, train
+dataset = data.load_dataset("rt-polarity", max_eval=60, seed=0)  # the book's train split: small ones hide the effect
+model = train.train_model(dataset, encoder="lstm", epochs=1, use_cache=False, progress=False).model
+digest = hashlib.sha256()
+for value in model.state_dict().values():
+    digest.update(value.numpy().tobytes())
+print(digest.hexdigest())
+"""
+
+
+def _trained_model_digest(**env) -> str:
+    import os
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _TRAIN_AND_HASH], env={**os.environ, **env},
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout.strip().splitlines()[-1]
+
+
+@pytest.mark.skipif(train._MKL_SET_NUM_THREADS_LOCAL is None, reason="this torch build has no MKL to pin")
+def test_the_trained_model_does_not_depend_on_the_thread_runtimes_choices():
+    # MKL_DYNAMIC=FALSE makes MKL use every thread it is given; OMP_DYNAMIC=TRUE lets the OpenMP
+    # runtime grant fewer threads than asked on a loaded machine. Without MKL's pin, the latter
+    # changed the BiLSTM's epoch-1 loss on a busy 2-core machine (0.6238 against 0.6182).
+    digests = {name: _trained_model_digest(**env) for name, env in
+               {"default": {}, "MKL_DYNAMIC=FALSE": {"MKL_DYNAMIC": "FALSE"},
+                "OMP_DYNAMIC=TRUE": {"OMP_DYNAMIC": "TRUE"}}.items()}
+    assert len(set(digests.values())) == 1, digests

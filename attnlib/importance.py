@@ -218,7 +218,7 @@ def _probs_full_rows(model: AttentionClassifier, rows: torch.Tensor) -> torch.Te
     if model.config.encoder != "lstm":
         return model(rows).probs
     embedded = model.embedding(rows)
-    hidden, _ = model.run_lstm(embedded)
+    hidden, _ = model.lstm(embedded)
     lengths = torch.full((rows.shape[0],), rows.shape[1], dtype=torch.long, device=rows.device)
     encoded = Encoded(hidden=hidden, mask=real_token_mask(rows), embedded=embedded, lengths=lengths)
     probs, _ = model.decode(hidden, model.attend(encoded))

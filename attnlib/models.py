@@ -212,23 +212,6 @@ class AttentionClassifier(nn.Module):
             raise ValueError("expected a Batch or a LongTensor of token ids with shape (B, T)")
         return tokens
 
-    def run_lstm(self, x):
-        """``self.lstm(x)`` on PyTorch's own LSTM kernels, never oneDNN's.
-
-        PyTorch's own LSTM is the same function built from matmuls and pointwise operations,
-        and with MKL's BLAS pinned to one thread during training (``train.training_threads``)
-        it trains the same model on every run, whatever ``MKL_DYNAMIC`` and ``OMP_DYNAMIC``
-        say. oneDNN's LSTM (PyTorch's default on x86 CPUs) is faster (about 1.4x per epoch)
-        but depends on the OpenMP runtime granting every thread it asks for: with
-        ``OMP_DYNAMIC=TRUE`` its training produced NaN.
-        """
-        before = torch.backends.mkldnn.enabled
-        torch.backends.mkldnn.enabled = False
-        try:
-            return self.lstm(x)
-        finally:
-            torch.backends.mkldnn.enabled = before
-
     def encode(self, x, *, embedded: torch.Tensor | None = None) -> Encoded:
         """Tokens (a Batch or (B, T) ids) to hidden states h (B, T, H).
 
@@ -243,7 +226,7 @@ class AttentionClassifier(nn.Module):
         emb = self.embedding(tokens) if embedded is None else embedded  # (B, T, E)
         if self.config.encoder == "lstm":
             packed = pack_padded_sequence(emb, lengths.cpu(), batch_first=True, enforce_sorted=False)
-            out, _ = self.run_lstm(packed)
+            out, _ = self.lstm(packed)
             hidden, _ = pad_packed_sequence(out, batch_first=True, total_length=tokens.shape[1])
         elif self.config.encoder == "cnn":
             x_ = (emb * (tokens != PAD).unsqueeze(-1)).transpose(1, 2)  # (B, E, T)

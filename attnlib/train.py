@@ -254,23 +254,28 @@ def _select_by_dev_auc(model: AttentionClassifier, dataset: Dataset) -> tuple[fl
     return score, {f"dev_{k}": v for k, v in dev.items() if k != "n"}
 
 
-#: torch's CPU threads while a model trains, whatever the machine: the sums in a backward
-#: pass are split across threads, so the thread count changes the float rounding and, over
-#: 8 epochs, the trained model (on rt-polarity the BiLSTM's test F1 moves by about 0.01
-#: between 1 and 2 threads). Fixing it makes a model, and every number computed from it,
-#: the same on every CPU machine, and it keeps a model trained by a caller that set
-#: another thread count (the benchmarks use 1) from entering the cache.
-TRAIN_THREADS = 2
+#: torch's CPU threads while a model trains, whatever the machine. One thread means no
+#: run-time choice anywhere in training: the sums of a backward pass are split across threads,
+#: so a thread count changes the float rounding and, over 8 epochs, the trained model (on
+#: rt-polarity the BiLSTM's test F1 moves by about 0.01 between 1 and 2 threads); and with two,
+#: MKL and the OpenMP runtime may pick their own counts at run time (``MKL_DYNAMIC``,
+#: ``OMP_DYNAMIC``), which made some book builds train a different BiLSTM from the same seed.
+#: One thread is also robust to a busy machine: beside one competing busy process on 2 cores,
+#: a BiLSTM epoch took 8x (plain Python) to 45x (a Jupyter kernel) longer on two threads, as
+#: each parallel region waited for a descheduled thread, and 2x longer on one. On an idle
+#: machine one thread with oneDNN's LSTM is as fast as two were (8.1 s against 9.0 s an epoch).
+#: A fixed count also keeps a model trained by a caller with another setting (the benchmarks
+#: use 1 and 2) from entering the cache under a different rounding.
+TRAIN_THREADS = 1
 
 
 def _mkl_thread_pin():
-    """MKL's ``mkl_set_num_threads_local`` (C interface) from the torch build, or ``None`` (a build without MKL).
+    """MKL's ``MKL_Set_Num_Threads_Local`` (C interface) from the torch build, or ``None`` (a build without MKL).
 
     MKL's BLAS, which torch's CPU matmuls call, picks its own thread count per call while
-    ``MKL_DYNAMIC`` is on (the default), and the pick is not the same on every run: in book
-    builds about one BiLSTM training in two runs split some of its small matmuls over two
-    threads instead of one, which changes their rounding and, over 8 epochs, the model (test
-    F1 0.764 against 0.767). ``MKL_DYNAMIC=FALSE`` reproduces the drifted run exactly.
+    ``MKL_DYNAMIC`` is on (the default). Training pins it to one thread for the calling
+    thread, whatever torch's own setting did to it. (The lower-case symbol is MKL's Fortran
+    interface, which takes a pointer.)
     """
     import ctypes
 
@@ -291,11 +296,10 @@ _MKL_SET_NUM_THREADS_LOCAL = _mkl_thread_pin()
 
 @contextmanager
 def training_threads(device) -> Iterator[None]:
-    """Run the block on :data:`TRAIN_THREADS` torch CPU threads, MKL's BLAS on one; restore after.
+    """Run the block on :data:`TRAIN_THREADS` torch CPU threads and MKL's BLAS on one; restore after.
 
-    CPU only. Pinning MKL to one thread (for this thread, ``mkl_set_num_threads_local``) takes
-    the run-to-run choice out of MKL's hands (see :func:`_mkl_thread_pin`); torch's own
-    kernels still use :data:`TRAIN_THREADS`.
+    CPU only. The trained model then depends on no run-time thread choice (see
+    :data:`TRAIN_THREADS` and :func:`_mkl_thread_pin`).
     """
     if torch.device(device).type != "cpu":
         yield

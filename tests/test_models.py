@@ -189,26 +189,3 @@ def test_candidate_decode_equals_one_decode_per_candidate(n_classes):
     for k in range(5):
         p_k, l_k = m.decode(out.encoded.hidden, cands[:, k])
         assert torch.allclose(probs[:, k], p_k, atol=1e-6) and torch.allclose(logits[:, k], l_k, atol=1e-5)
-
-
-def test_the_lstm_runs_on_pytorchs_own_kernels_and_restores_the_setting():
-    model = AttentionClassifier(50, ModelConfig(encoder="lstm"))
-    x = torch.randn(3, 7, model.config.embed_dim)
-    seen = {}
-    def record(module, args):
-        seen["mkldnn"] = torch.backends.mkldnn.enabled
-
-    handle = model.lstm.register_forward_pre_hook(record)
-    before = torch.backends.mkldnn.enabled
-    out, _ = model.run_lstm(x)
-    handle.remove()
-    assert seen["mkldnn"] is False and torch.backends.mkldnn.enabled == before
-    torch.backends.mkldnn.enabled = False
-    try:
-        ref, _ = model.lstm(x)
-    finally:
-        torch.backends.mkldnn.enabled = before
-    assert torch.equal(out, ref)
-    with pytest.raises(RuntimeError):
-        model.run_lstm(torch.randn(3, 7, model.config.embed_dim + 1))  # wrong input size
-    assert torch.backends.mkldnn.enabled == before

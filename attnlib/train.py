@@ -19,7 +19,6 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -258,8 +257,9 @@ def _select_by_dev_auc(model: AttentionClassifier, dataset: Dataset) -> tuple[fl
 #: run-time choice anywhere in training: the sums of a backward pass are split across threads,
 #: so a thread count changes the float rounding and, over 8 epochs, the trained model (on
 #: rt-polarity the BiLSTM's test F1 moves by about 0.01 between 1 and 2 threads); and with two,
-#: MKL and the OpenMP runtime may pick their own counts at run time (``MKL_DYNAMIC``,
-#: ``OMP_DYNAMIC``), which made some book builds train a different BiLSTM from the same seed.
+#: the OpenMP runtime may grant fewer threads than asked (``OMP_DYNAMIC=TRUE`` changed the
+#: model), and some book builds trained a different BiLSTM from the same seed. One thread
+#: leaves no such choice (``torch.set_num_threads`` sets MKL's BLAS to the same count).
 #: One thread is also robust to a busy machine: beside one competing busy process on 2 cores,
 #: a BiLSTM epoch took 8x (plain Python) to 45x (a Jupyter kernel) longer on two threads, as
 #: each parallel region waited for a descheduled thread, and 2x longer on one. On an idle
@@ -269,49 +269,22 @@ def _select_by_dev_auc(model: AttentionClassifier, dataset: Dataset) -> tuple[fl
 TRAIN_THREADS = 1
 
 
-def _mkl_thread_pin():
-    """MKL's ``MKL_Set_Num_Threads_Local`` (C interface) from the torch build, or ``None`` (a build without MKL).
-
-    MKL's BLAS, which torch's CPU matmuls call, picks its own thread count per call while
-    ``MKL_DYNAMIC`` is on (the default). Training pins it to one thread for the calling
-    thread, whatever torch's own setting did to it. (The lower-case symbol is MKL's Fortran
-    interface, which takes a pointer.)
-    """
-    import ctypes
-
-    for lib in ("libtorch_cpu.so", "libtorch_cpu.dylib", "torch_cpu.dll"):
-        path = Path(torch.__file__).parent / "lib" / lib
-        if path.exists():
-            try:
-                pin = ctypes.CDLL(str(path)).MKL_Set_Num_Threads_Local  # the C interface: int by value
-            except (OSError, AttributeError):
-                return None
-            pin.argtypes, pin.restype = [ctypes.c_int], ctypes.c_int
-            return pin
-    return None
-
-
-_MKL_SET_NUM_THREADS_LOCAL = _mkl_thread_pin()
-
-
 @contextmanager
 def training_threads(device) -> Iterator[None]:
-    """Run the block on :data:`TRAIN_THREADS` torch CPU threads and MKL's BLAS on one; restore after.
+    """Run the block on :data:`TRAIN_THREADS` torch CPU threads; restore after.
 
-    CPU only. The trained model then depends on no run-time thread choice (see
-    :data:`TRAIN_THREADS` and :func:`_mkl_thread_pin`).
+    CPU only. ``torch.set_num_threads`` also sets MKL's BLAS to that count for this thread,
+    so with one thread the trained model depends on no run-time thread choice (see
+    :data:`TRAIN_THREADS`).
     """
     if torch.device(device).type != "cpu":
         yield
         return
     before = torch.get_num_threads()
     torch.set_num_threads(TRAIN_THREADS)
-    mkl_before = _MKL_SET_NUM_THREADS_LOCAL(1) if _MKL_SET_NUM_THREADS_LOCAL is not None else None
     try:
         yield
     finally:
-        if mkl_before is not None:
-            _MKL_SET_NUM_THREADS_LOCAL(mkl_before)  # 0: back to MKL's global setting
         torch.set_num_threads(before)
 
 

@@ -6,8 +6,10 @@ The package is layered; lower layers never import higher ones::
     data -> models -> train -> experiments (importance, counterfactual, baselines, adversarial_training,
     diagnostic, erasure) -> viz / widgets / exercises
 
-Submodules are imported on first use, so ``import attnlib`` stays cheap and
-``attnlib.metrics.jsd`` works without an explicit ``import attnlib.metrics``.
+Submodules are imported on first use, so ``attnlib.metrics.jsd`` works without an explicit
+``import attnlib.metrics``. Importing attnlib pins torch's CPU kernels and sizes its thread
+pool to the CPU quota (:mod:`attnlib.cpu`): import it before running any torch code, so that
+a run gives the book's numbers on every x86-64 CPU.
 """
 from __future__ import annotations
 
@@ -16,6 +18,10 @@ import os
 import random
 
 __version__ = "0.1.0"
+
+from . import cpu  # noqa: E402  (first: the kernel pins must precede any torch computation)
+
+cpu.configure()
 
 _SUBMODULES = {
     "cache",

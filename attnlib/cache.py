@@ -54,7 +54,8 @@ _PRESENTATION_MODULES = frozenset({"viz.py", "widgets.py", "exercises.py", "publ
 
 
 def code_version(package_dir: str | Path | None = None) -> str:
-    """attnlib's version plus a SHA-256 of the source that trains and computes: ``0.1.0+1a2b3c4d5e6f``.
+    """attnlib's version, a SHA-256 of the source that trains and computes, and the CPU kernels in
+    use (:func:`attnlib.cpu.kernel_signature`): ``0.1.0+1a2b3c4d5e6f+x86-pinned-v1``.
 
     Cache keys hold it, so that a change to the training code (the data pipeline, the models,
     the recipe, the thread count) can never be answered with a model the old code trained:
@@ -69,7 +70,10 @@ def code_version(package_dir: str | Path | None = None) -> str:
         if path.name in _PRESENTATION_MODULES and path.parent == root:
             continue
         digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
-    return f"{__version__}+{digest.hexdigest()[:12]}"
+    from .cpu import kernel_signature
+
+    # the kernels are part of the version: a model trained on unpinned kernels never answers a pinned run
+    return f"{__version__}+{digest.hexdigest()[:12]}+{kernel_signature()}"
 
 
 def cache_key(**parts: Any) -> str:

@@ -520,7 +520,7 @@ def plot_uniform_comparison(table, *, title: str | None = "test F1: trained vs u
             paper = float(row["F1 (W&P)"].iloc[0])
             if np.isfinite(paper):
                 ax.plot([paper, paper], [y - 0.17, y + 0.17], color="black", lw=2,
-                        label="W&P 2019 (verify)" if (i, j) == (0, 0) else None)
+                        label="W&P 2019, Table 2" if (i, j) == (0, 0) else None)
     ax.set_yticks(range(len(groups)), [f"{d}\n{e}" for d, e in groups], fontsize=8)
     ax.set_xlim(0, 1.08)
     ax.set_xlabel("test F1 (positive class)")
@@ -593,7 +593,7 @@ def plot_guides(frame, *, metric: str = "test f1", title: str | None = None, ax=
     if "published f1" in frame.columns and metric == "test f1":
         paper = frame["published f1"].to_numpy(dtype=float)
         ok = np.isfinite(paper)
-        ax.plot(paper[ok], y[ok], "|", color="black", ms=14, mew=2.5, label="W&P 2019, Table 3 (verify)")
+        ax.plot(paper[ok], y[ok], "|", color="black", ms=14, mew=2.5, label="W&P 2019, Table 3")
         legend = bool(ok.any())
     ax.axvline(baseline, color="grey", lw=0.8, ls=":")
     everything = np.r_[values, frame["published f1"].to_numpy(dtype=float) if "published f1" in frame.columns else []]

@@ -316,14 +316,16 @@ def test_published_table3():
     assert sst is dg.published_table3("sst2") is dg.PUBLISHED_TABLE3["sst"]
     order = ["uniform", "trained MLP", "base LSTM", "adversary"]
     assert list(sst) == order and list(imdb) == order
-    assert [sst[g].value for g in order] == [0.812, 0.817, 0.824, 0.815]
-    assert [imdb[g].value for g in order] == [0.879, 0.888, 0.905, 0.897]
+    assert [sst[g].value for g in order] == [0.812, 0.817, 0.824, 0.592]
+    assert [imdb[g].value for g in order] == [0.863, 0.888, 0.905, 0.700]
     for row in (sst, imdb):
         for p in row.values():
-            assert p.source == "Wiegreffe & Pinter 2019, Table 3" and p.verify
-    # W&P's story: guidance from the base model helps most, the adversary's less, uniform least
+            assert p.source == "Wiegreffe & Pinter 2019, Table 3" and not p.verify
+    # W&P's story: the base model's attention is the best guide; the adversary's is far worse
+    # than uniform (it carries nothing another model can use)
     for row in (sst, imdb):
-        assert row["base LSTM"].value > row["adversary"].value > row["uniform"].value
+        assert row["base LSTM"].value == max(p.value for p in row.values())
+        assert row["adversary"].value < row["uniform"].value - 0.1
     assert dg.published_table3("synthetic") is None and dg.published_table3("agnews") is None
 
 

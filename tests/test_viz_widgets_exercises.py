@@ -307,7 +307,7 @@ def test_plot_guides_marks_gain_and_paper():
     assert [t.get_text() for t in ax.get_yticklabels()] == ["uniform", "trained MLP", "oracle"]
     colours = [matplotlib.colors.to_hex(b.get_facecolor()) for b in ax.patches]
     assert colours == ["#bbbbbb", "#2ca02c", "#d62728"]  # baseline, better than uniform, worse
-    assert ax.get_legend_handles_labels()[1] == ["W&P 2019, Table 3 (verify)"]
+    assert ax.get_legend_handles_labels()[1] == ["W&P 2019, Table 3"]
     with pytest.raises(ValueError, match="metric 'test auc'"):
         viz.plot_guides(frame, metric="test auc")
 

@@ -25,6 +25,7 @@ import torch
 from torch import nn
 
 from . import cache, get_device, seed_everything
+from .cpu import warn_if_unpinned
 from ._checks import check_positive_int, check_positive_number
 from .data import Dataset, Split, glove_embeddings
 from .models import AttentionClassifier, ModelConfig, eval_mode
@@ -309,6 +310,8 @@ def fit(
     from tqdm.auto import tqdm
 
     device = next(model.parameters()).device
+    if device.type == "cpu":
+        warn_if_unpinned("training")  # the book's models need the pinned kernels (attnlib.cpu)
     optimizer = make_optimizer(model, train_config)
     if objective is None:
         label_loss = _loss_function(model, dataset.train.labels, device)

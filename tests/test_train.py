@@ -140,33 +140,67 @@ def test_no_warnings_from_a_normal_run(small):
 
 
 _TRAIN_AND_HASH = """
-import hashlib
-from attnlib import data, train
+import hashlib, os
+if os.environ.get("IMPORT_TORCH_FIRST"):
+    import torch  # a reader's notebook that imported torch before attnlib (nothing computed yet)
+from attnlib import cpu, data, train
 dataset = data.load_dataset("rt-polarity", max_eval=60, seed=0)  # the book's train split: small ones hide the effect
 model = train.train_model(dataset, encoder="lstm", epochs=1, use_cache=False, progress=False).model
 digest = hashlib.sha256()
 for value in model.state_dict().values():
     digest.update(value.numpy().tobytes())
-print(digest.hexdigest())
+print(cpu.kernel_signature(), digest.hexdigest())
 """
 
+#: The book's seed-0 BiLSTM on rt-polarity after one epoch, with the pinned kernels
+#: (attnlib.cpu). Any x86-64 CPU with AVX2 (Intel or AMD, with or without AVX-512) and the
+#: pinned library versions (requirements/constraints.txt) must train exactly this model;
+#: recorded on an AMD EPYC with AVX-512 (epoch-1 loss 0.6176906724).
+GOLDEN_DIGEST = "85f57edf52def74686782ba473dcd8a2fa714b03ed4ad48027901815eff7f9fc"
 
-def _trained_model_digest(**env) -> str:
+#: What other CPUs would make torch pick, asked for through the libraries' own switches, plus
+#: the thread runtimes' run-time choices and a notebook that imported torch first.
+SIMULATED_CPUS = {
+    "this CPU, defaults": {},
+    "an AVX-512 CPU (ATen, MKL and oneDNN at AVX-512)": {
+        "ATEN_CPU_CAPABILITY": "avx512", "MKL_ENABLE_INSTRUCTIONS": "AVX512", "ONEDNN_MAX_CPU_ISA": "AVX512_CORE"},
+    "an AVX2-only CPU": {"ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"},
+    "an Intel CPU's MKL branch (AVX-512), runtimes free to pick threads": {
+        "MKL_CBWR": "AVX512", "OMP_DYNAMIC": "TRUE", "MKL_DYNAMIC": "FALSE"},
+    "torch imported before attnlib": {"IMPORT_TORCH_FIRST": "1", "ATEN_CPU_CAPABILITY": "default"},
+}
+
+
+def _trained_model_digest(env: dict) -> tuple[str, str]:
     import os
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-c", _TRAIN_AND_HASH], env={**os.environ, **env},
-                         capture_output=True, text=True, timeout=600)
+    from test_cpu import fresh_env
+
+    out = subprocess.run([sys.executable, "-c", _TRAIN_AND_HASH], env=fresh_env(**env),
+                         capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, out.stderr[-2000:]
-    return out.stdout.strip().splitlines()[-1]
+    signature, digest = out.stdout.strip().splitlines()[-1].split()
+    return signature, digest
 
 
-def test_the_trained_model_does_not_depend_on_the_thread_runtimes_choices():
-    # MKL_DYNAMIC=FALSE makes MKL use every thread it is given; OMP_DYNAMIC=TRUE lets the OpenMP
-    # runtime grant fewer threads than asked on a loaded machine. Trained on two threads, the
-    # latter changed the BiLSTM's epoch-1 loss on a busy 2-core machine (0.6238 against 0.6182).
-    digests = {name: _trained_model_digest(**env) for name, env in
-               {"default": {}, "MKL_DYNAMIC=FALSE": {"MKL_DYNAMIC": "FALSE"},
-                "OMP_DYNAMIC=TRUE": {"OMP_DYNAMIC": "TRUE"}}.items()}
+def test_the_books_model_is_the_same_on_every_simulated_cpu_and_matches_the_golden_digest():
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=2) as pool:  # two subprocesses at a time, one training thread each
+        results = dict(zip(SIMULATED_CPUS, pool.map(_trained_model_digest, SIMULATED_CPUS.values())))
+    assert {sig for sig, _ in results.values()} == {"x86-pinned-v1"}, results
+    digests = {name: digest for name, (_, digest) in results.items()}
     assert len(set(digests.values())) == 1, digests
+    assert digests["this CPU, defaults"] == GOLDEN_DIGEST, (
+        f"this machine trained a different BiLSTM ({digests['this CPU, defaults']}) from the book's; "
+        "its numbers will differ from the committed chapters")
+
+
+def test_unpinned_kernels_change_the_model_so_the_pins_are_what_holds_it():
+    # Without the pins, the simulated AVX-512 CPU trains another model: the test above is not vacuous.
+    env = {"ATTNLIB_CPU_PINS": "0", "ATEN_CPU_CAPABILITY": "avx2"}
+    signature, digest = _trained_model_digest(env)
+    assert signature.startswith("unpinned-")
+    assert digest != GOLDEN_DIGEST

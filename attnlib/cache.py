@@ -53,6 +53,24 @@ def cache_dir() -> Path:
 _PRESENTATION_MODULES = frozenset({"viz.py", "widgets.py", "exercises.py", "published.py"})
 
 
+def _code_of(path: Path) -> bytes:
+    """The code of a module without its comments and docstrings (their edits keep the cache)."""
+    import ast
+
+    source = path.read_bytes()
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body
+                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree).encode()
+
+
 def code_version(package_dir: str | Path | None = None) -> str:
     """attnlib's version, a SHA-256 of the source that trains and computes, and the CPU kernels in
     use (:func:`attnlib.cpu.kernel_signature`): ``0.1.0+1a2b3c4d5e6f+x86-pinned-v1``.
@@ -60,7 +78,7 @@ def code_version(package_dir: str | Path | None = None) -> str:
     Cache keys hold it, so that a change to the training code (the data pipeline, the models,
     the recipe, the thread count) can never be answered with a model the old code trained:
     the version string alone stays the same between releases. Edits to the presentation
-    modules (:data:`_PRESENTATION_MODULES`) keep the cache.
+    modules (:data:`_PRESENTATION_MODULES`), to comments and to docstrings keep the cache.
     """
     from . import __version__
 
@@ -69,7 +87,7 @@ def code_version(package_dir: str | Path | None = None) -> str:
     for path in sorted(root.rglob("*.py")):
         if path.name in _PRESENTATION_MODULES and path.parent == root:
             continue
-        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + _code_of(path) + b"\0")
     from .cpu import kernel_signature
 
     # the kernels are part of the version: a model trained on unpinned kernels never answers a pinned run

@@ -101,8 +101,8 @@ def jsd(p, q, *, mask=None, lengths=None, check: bool = True):
     """Jensen-Shannon divergence with natural logs: symmetric, 0 <= JSD <= ln 2.
 
     JSD(p, q) = 1/2 KL(p || m) + 1/2 KL(q || m), m = (p + q) / 2. It is 0 iff p = q and
-    ln 2 iff p and q have disjoint supports. Jain & Wallace 2019 count an adversarial
-    attention as very different when JSD >= 0.49 (about 70% of the maximum).
+    ln 2 iff p and q have disjoint supports. The book counts an adversarial attention as very
+    different when JSD >= 0.49 (about 70% of the maximum; see :mod:`attnlib.published`).
     """
     pt, qt, m, was_torch = _prepare_pair(p, q, mask, lengths, check)
     mid = 0.5 * (pt + qt)

@@ -271,7 +271,7 @@ def plot_jsd_vs_tvd(d_tvd, d_jsd, *, threshold: float | None = 0.49, title: str 
     ax.plot(xs, np.log(2) * xs, color="#d62728", lw=1.5, label="ln 2 · TVD (upper bound)")
     ax.plot(xs, xs**2 / 2, color="grey", lw=1.2, ls="--", label="TVD² / 2 (lower bound)")
     if threshold is not None:
-        ax.axhline(threshold, color="black", lw=0.8, ls=":", label=f"JSD = {threshold} (J&W's 'very different')")
+        ax.axhline(threshold, color="black", lw=0.8, ls=":", label=f"JSD = {threshold} (the book's 'very different')")
     ax.legend(frameon=False, fontsize=7, loc="upper left")
     return fig
 

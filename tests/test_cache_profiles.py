@@ -106,11 +106,17 @@ def test_code_version_follows_the_training_code_not_the_plots(tmp_path):
         f.write("\n# a new colour\n")
     assert cache.code_version(copy) == before  # plots do not invalidate trained models
     with open(copy / "data" / "text.py", "a") as f:
-        f.write("\n# a tokenizer change\n")
+        f.write("\n# a comment\n")
+    assert cache.code_version(copy) == before  # comments are not code
+    text = (copy / "train.py").read_text()
+    (copy / "train.py").write_text(text.replace('"""Training and evaluation', '"""Training, and evaluation', 1))
+    assert cache.code_version(copy) == before  # nor are docstrings
+    with open(copy / "data" / "text.py", "a") as f:
+        f.write("\nTOKENIZER_CHANGE = 1\n")
     changed = cache.code_version(copy)
-    assert changed != before  # the data pipeline does, even in a sub-package
+    assert changed != before  # the data pipeline is, even in a sub-package
     with open(copy / "train.py", "a") as f:
-        f.write("\n# a recipe change\n")
+        f.write("\nRECIPE_CHANGE = 2\n")
     assert cache.code_version(copy) not in (before, changed)
 
 

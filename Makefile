@@ -70,11 +70,11 @@ check-pages:
 
 # Execute every chapter with papermill into _build/papermill (the outputs are not written
 # over the committed notebooks). PROFILE=paper runs the paper-sized experiments.
-# --execution-timeout: in the book profile a cell that runs (or waits) past 15 min fails the run
+# --execution-timeout: in the book profile a cell that runs (or waits) past 20 min fails the run
 # instead of hanging it (nbclient can very rarely miss a reply after a widget cell:
 # jupyter/nbclient#312). The paper profile's training cells can take hours: no limit (-1).
 PROFILE ?= $(or $(ATTNLIB_PROFILE),book)
-CELL_TIMEOUT ?= $(if $(filter book,$(PROFILE)),900,-1)
+CELL_TIMEOUT ?= $(if $(filter book,$(PROFILE)),1200,-1)
 papermill: install
 	mkdir -p _build/papermill
 	set -e; for nb in chapters/[0-9]*.ipynb; do \

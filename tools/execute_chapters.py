@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def execute(path: Path) -> float:
     nb = nbformat.read(path, as_version=4)
     start = time.perf_counter()
-    client = NotebookClient(nb, timeout=900, kernel_name="python3", store_widget_state=True,
+    client = NotebookClient(nb, timeout=1200, kernel_name="python3", store_widget_state=True,
                             resources={"metadata": {"path": str(path.parent)}})
     client.execute()
     for cell in nb.cells:  # keep diffs quiet: no per-run timestamps

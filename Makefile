@@ -72,14 +72,16 @@ check-pages:
 # over the committed notebooks). PROFILE=paper runs the paper-sized experiments.
 # --execution-timeout: in the book profile a cell that runs (or waits) past 20 min fails the run
 # instead of hanging it (nbclient can very rarely miss a reply after a widget cell:
-# jupyter/nbclient#312). The paper profile's training cells can take hours: no limit (-1).
+# jupyter/nbclient#312). tools/run_papermill.py is papermill with tools/zmq_poll_fix.py applied: it
+# polls the kernel in 1-s slices, so a lost wake-up (the cause of those hangs here) costs <= 1 s.
+# The paper profile's training cells can take hours: no limit (-1).
 PROFILE ?= $(or $(ATTNLIB_PROFILE),book)
 CELL_TIMEOUT ?= $(if $(filter book,$(PROFILE)),1200,-1)
 papermill: install
 	mkdir -p _build/papermill
 	set -e; for nb in chapters/[0-9]*.ipynb; do \
 	  echo "papermill $$nb (profile $(PROFILE))"; \
-	  $(BIN)/papermill -k python3 --cwd chapters --no-progress-bar --execution-timeout $(CELL_TIMEOUT) $$nb _build/papermill/$$(basename $$nb) -p profile $(PROFILE); \
+	  $(BIN)/python tools/run_papermill.py -k python3 --cwd chapters --no-progress-bar --execution-timeout $(CELL_TIMEOUT) $$nb _build/papermill/$$(basename $$nb) -p profile $(PROFILE); \
 	done
 
 # Benchmarks: chapter wall time and peak memory, and the batched-vs-loop ratios.

@@ -109,7 +109,7 @@ def bench_chapters(chapters: list[str] | None = None, profile: str = "book", iso
         for nb in notebooks:
             if isolated:
                 env["ATTNLIB_CACHE_DIR"] = str(Path(tmp) / f"cache-{nb.stem}")
-            cmd = [sys.executable, "-m", "papermill", "-k", "python3", "--cwd", str(nb.parent),
+            cmd = [sys.executable, str(ROOT / "tools" / "run_papermill.py"), "-k", "python3", "--cwd", str(nb.parent),
                    "--no-progress-bar", "--execution-timeout", str(BUDGET_CHAPTER_S * 5 if profile == "book" else -1), str(nb), str(Path(tmp) / nb.name), "-p", "profile", profile]
             stop, mem = threading.Event(), {}
             start = time.perf_counter()

@@ -26,6 +26,11 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import zmq_poll_fix  # noqa: E402
+
+zmq_poll_fix.apply()  # a lost wake-up must not hang a chapter (see tools/zmq_poll_fix.py)
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

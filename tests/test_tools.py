@@ -1,0 +1,76 @@
+"""tools/zmq_poll_fix.py: the kernel client polls in slices, keeps get_msg's meaning, runs real notebooks."""
+import asyncio
+import sys
+import time
+from pathlib import Path
+from queue import Empty
+
+import nbformat
+import pytest
+import zmq
+import zmq.asyncio
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+import zmq_poll_fix  # noqa: E402
+
+
+class _Channel:
+    """The two attributes get_msg uses, on a real zmq.asyncio socket."""
+
+    def __init__(self, socket):
+        self.socket = socket
+
+    async def _recv(self):
+        return await self.socket.recv_string()
+
+
+async def _pair():
+    ctx = zmq.asyncio.Context.instance()
+    a, b = ctx.socket(zmq.PAIR), ctx.socket(zmq.PAIR)
+    port = a.bind_to_random_port("tcp://127.0.0.1")
+    b.connect(f"tcp://127.0.0.1:{port}")
+    return a, b
+
+
+def test_get_msg_returns_a_waiting_message_and_times_out_like_the_original():
+    async def scenario():
+        a, b = await _pair()
+        channel = _Channel(b)
+        try:
+            await a.send_string("ready")
+            assert await zmq_poll_fix._get_msg_in_slices(channel, timeout=5) == "ready"
+            start = time.monotonic()
+            with pytest.raises(Empty):
+                await zmq_poll_fix._get_msg_in_slices(channel, timeout=0.3)
+            assert 0.25 <= time.monotonic() - start < 2.0
+            # no timeout: waits across several slices until the message comes
+            asyncio.get_running_loop().call_later(2.5, lambda: asyncio.ensure_future(a.send_string("late")))
+            start = time.monotonic()
+            assert await zmq_poll_fix._get_msg_in_slices(channel, timeout=None) == "late"
+            assert time.monotonic() - start >= 2.0
+        finally:
+            a.close(linger=0)
+            b.close(linger=0)
+
+    asyncio.run(scenario())
+
+
+def test_apply_patches_jupyter_clients_async_channel_once():
+    from jupyter_client.channels import AsyncZMQSocketChannel
+
+    zmq_poll_fix.apply()
+    zmq_poll_fix.apply()
+    assert AsyncZMQSocketChannel.get_msg is zmq_poll_fix._get_msg_in_slices
+    assert zmq_poll_fix.setup(None)["parallel_read_safe"]
+
+
+def test_a_patched_client_executes_a_notebook_with_a_widget_cell():
+    from nbclient import NotebookClient
+
+    zmq_poll_fix.apply()
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("import ipywidgets as W\nW.IntSlider(value=3)"),
+                nbformat.v4.new_code_cell("print(sum(range(10)))")]
+    NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+    assert nb.cells[1].outputs[0]["text"] == "45\n"
+    assert "application/vnd.jupyter.widget-view+json" in nb.cells[0].outputs[0]["data"]

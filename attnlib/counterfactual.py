@@ -602,7 +602,8 @@ def adversarial_attention(
 
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=steps * len(chunks), desc="adversarial attention", unit="step", disable=not progress)
+    bar = tqdm(total=steps * len(chunks), desc="adversarial attention", unit="step", disable=not progress,
+               mininterval=1.0)  # one redraw a second at most (see attnlib.train.fit)
     with eval_mode(model), bar:
         for rows in chunks:
             sub = _take(batch, rows).to(device)

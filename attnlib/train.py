@@ -321,7 +321,12 @@ def fit(
     n_batches = -(-len(dataset.train) // train_config.batch_size)
     history: list[dict] = []
     best_auc, best_state, best_epoch = -np.inf, None, 0
-    bar = tqdm(total=train_config.epochs * n_batches, desc=description or "training", disable=not progress, unit="batch")
+    # mininterval: at most one redraw a second. In a notebook each redraw is a few widget messages,
+    # and a client that reads them only after the cell (nbval) loses the kernel's last messages once
+    # more than about 2,000 are queued (ZMQ's high-water marks): a 4-minute training cell at tqdm's
+    # default 10 redraws a second failed nbval that way.
+    bar = tqdm(total=train_config.epochs * n_batches, desc=description or "training", disable=not progress,
+               unit="batch", mininterval=1.0)
     with training_threads(device):  # the same model on every CPU machine
         for epoch in range(1, train_config.epochs + 1):
             model.train()

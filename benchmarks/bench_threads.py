@@ -7,7 +7,7 @@ Each measurement is a fresh Python process (the thread rule and OpenMP's wait po
 fixed at import), so the two rules are compared as a reader's kernel would see them:
 
 * ``attnlib``: what importing attnlib does (:mod:`attnlib.cpu`): threads = the cores the
-  process may use (cgroup quota, affinity, visible cores), OpenMP waits passively;
+  process may use (cgroup quota, affinity, visible cores), OpenMP spins briefly before sleeping;
 * ``torch defaults``: torch imported before attnlib (so OpenMP keeps its spinning wait) and
   as many threads as visible cores, which is what the book did before the rule.
 
@@ -26,7 +26,7 @@ import time
 _WORKER = r"""
 import os, sys, time
 if os.environ.get("BENCH_TORCH_DEFAULTS"):
-    import torch  # before attnlib: OpenMP keeps its default (spinning) wait policy
+    import torch  # before attnlib: OpenMP keeps its default (long spinning) wait
     torch.set_num_threads(os.cpu_count())
 from attnlib import counterfactual, cpu, data, importance, train
 import torch
@@ -49,7 +49,8 @@ _BUSY = "while True:\n    pass\n"
 
 def _run(work: str, n: int, torch_defaults: bool) -> tuple[float, int]:
     env = dict(os.environ)
-    env.pop("OMP_WAIT_POLICY", None)  # as a fresh shell: only attnlib's own import may set it
+    for name in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT"):
+        env.pop(name, None)  # as a fresh shell: only attnlib's own import may set them
     if torch_defaults:
         env["BENCH_TORCH_DEFAULTS"] = "1"
     out = subprocess.run([sys.executable, "-c", _WORKER, work, str(n)], env=env, capture_output=True,

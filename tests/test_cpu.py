@@ -26,7 +26,7 @@ def _cgroup(tmp_path, v2=None, v1=None):
 
 def fresh_env(**extra) -> dict:
     """This process's environment without what importing attnlib set in it: a fresh shell's."""
-    env = {k: v for k, v in os.environ.items() if k not in {*cpu.KERNEL_PINS, "OMP_WAIT_POLICY"}}
+    env = {k: v for k, v in os.environ.items() if k not in {*cpu.KERNEL_PINS, "GOMP_SPINCOUNT"}}
     return {**env, **extra}
 
 

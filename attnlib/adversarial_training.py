@@ -62,6 +62,7 @@ settings, the seed, the data, the device and the attnlib version.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import numbers
@@ -72,7 +73,7 @@ from dataclasses import asdict, dataclass, field
 import pandas as pd
 import torch
 
-from . import cache, metrics, seed_everything
+from . import cache, metrics
 from ._checks import check_distribution, check_positive_number
 from .data import Dataset, Split, glove_embeddings
 from .models import AttentionClassifier, eval_mode
@@ -84,6 +85,9 @@ from .train import (
     dataset_fingerprint,
     evaluate,
     fit,
+    run_concurrently,
+    seeded,
+    training_threads,
 )
 
 __all__ = [
@@ -351,11 +355,11 @@ def train_adversary(
         lam=lam, base_key=base.key, base=base,
     )
     init_seed = seed + ADVERSARY_SEED_OFFSET
-    seed_everything(init_seed)
     if use_cache:
         entry = cache.load("models", key)
         if entry is not None:
-            model = AttentionClassifier(len(dataset.vocab), config)
+            with seeded(init_seed):  # building the module draws from the global generators
+                model = AttentionClassifier(len(dataset.vocab), config)
             try:
                 model.load_state_dict(entry["state_dict"])
                 result.history, result.best_epoch = entry["history"], entry["best_epoch"]
@@ -369,9 +373,33 @@ def train_adversary(
                 result.model, result.from_cache = model.to(device).eval(), True
                 return result
 
-    seed_everything(init_seed)  # again: building a model for a cache entry that did not fit drew random numbers
-    embeddings, _ = glove_embeddings(dataset.vocab, seed=init_seed)
-    model = AttentionClassifier(len(dataset.vocab), config, embeddings=embeddings).to(device)
+    with seeded(init_seed):
+        embeddings, _ = glove_embeddings(dataset.vocab, seed=init_seed)
+        model = AttentionClassifier(len(dataset.vocab), config, embeddings=embeddings).to(device)
+    with training_threads(device):  # everything on one thread: the same adversary on every core count
+        best_state = _fit_adversary(model, result, dataset, base, lam, init_seed, train_config, progress)
+    if use_cache:
+        cache.save(
+            "models",
+            key,
+            {
+                "state_dict": best_state,
+                "history": result.history,
+                "best_epoch": result.best_epoch,
+                "dev": result.dev,
+                "test": result.test,
+                "agreement": result.agreement,
+                "train_seconds": result.train_seconds,
+            },
+        )
+    return result
+
+
+def _fit_adversary(model, result, dataset, base, lam, init_seed, train_config, progress):
+    """Train the adversary ``model`` against ``base`` (see :func:`train_adversary`); fill ``result``.
+
+    Returns the kept epoch's state dict."""
+    device = next(model.parameters()).device
     train_probs, train_alpha = _base_outputs(base.model, dataset.train, device)  # (N, C), (N, T_max)
     dev_probs, dev_alpha = _base_outputs(base.model, dataset.dev, device)
 
@@ -415,21 +443,7 @@ def train_adversary(
         "same_decision": float(comparison.same_decision.mean()),
         "n": int(len(comparison.output_tvd)),
     }
-    if use_cache:
-        cache.save(
-            "models",
-            key,
-            {
-                "state_dict": best_state,
-                "history": history,
-                "best_epoch": best_epoch,
-                "dev": result.dev,
-                "test": result.test,
-                "agreement": result.agreement,
-                "train_seconds": result.train_seconds,
-            },
-        )
-    return result
+    return best_state
 
 
 def _check_lambdas(lambdas) -> list[float]:
@@ -467,11 +481,14 @@ def lambda_sweep(
     """
     values = _check_lambdas(lambdas)
     _validate(dataset, base, values[0], seed, train_config, epochs)  # fail before the first training run
+    jobs = [
+        functools.partial(train_adversary, dataset, base, lam, seed=seed, train_config=train_config, epochs=epochs,
+                          use_cache=use_cache, progress=progress)
+        for lam in values
+    ]
+    adversaries = run_concurrently(jobs, progress=progress, description=f"{len(jobs)} adversaries")
     models, rows = {}, []
-    for lam in values:
-        adv = train_adversary(
-            dataset, base, lam, seed=seed, train_config=train_config, epochs=epochs, use_cache=use_cache, progress=progress
-        )
+    for lam, adv in zip(values, adversaries):
         models[lam] = adv
         rows.append(
             {

@@ -24,7 +24,7 @@ from ._checks import check_positive_int
 from .data import Dataset
 from .models import ModelConfig
 from .published import UNIFORM_F1, PAPER_DATASET
-from .train import TrainConfig, TrainedModel, compare_models, train_model
+from .train import TrainConfig, TrainedModel, compare_models, train_models
 
 __all__ = [
     "UniformComparison", "uniform_comparison", "SeedVariance", "seed_variance", "LONG_SYNTHETIC", "load_wp_dataset",
@@ -122,23 +122,26 @@ def uniform_comparison(
         raise ValueError(f"attention must be 'tanh' or 'dot' (the trained attention to compare), got {attention!r}")
     result = UniformComparison(dataset=dataset.name, attention=attention)
     rows = []
-    for enc in encoders:
-        for which, att in (("trained", attention), ("uniform", "uniform")):
-            config = ModelConfig(encoder=enc, attention=att, n_classes=dataset.n_classes)
-            trained = train_model(dataset, config, seed=seed, train_config=train_config, epochs=epochs, progress=progress)
-            result.models[(enc, which)] = trained
-            paper = _published_f1(dataset.name, which) if (enc, attention) == ("lstm", "tanh") else math.nan
-            rows.append(
-                {
-                    "dataset": dataset.name,
-                    "encoder": enc,
-                    "attention": which,
-                    "F1": trained.test["f1"],
-                    "accuracy": trained.test["accuracy"],
-                    "ROC-AUC": trained.test["roc_auc"],
-                    "F1 (W&P)": paper,
-                }
-            )
+    pairs = [(enc, which, att) for enc in encoders for which, att in (("trained", attention), ("uniform", "uniform"))]
+    specs = [
+        dict(dataset=dataset, config=ModelConfig(encoder=enc, attention=att, n_classes=dataset.n_classes), seed=seed,
+             train_config=train_config, epochs=epochs)
+        for enc, _, att in pairs
+    ]
+    for (enc, which, _), trained in zip(pairs, train_models(specs, progress=progress)):
+        result.models[(enc, which)] = trained
+        paper = _published_f1(dataset.name, which) if (enc, attention) == ("lstm", "tanh") else math.nan
+        rows.append(
+            {
+                "dataset": dataset.name,
+                "encoder": enc,
+                "attention": which,
+                "F1": trained.test["f1"],
+                "accuracy": trained.test["accuracy"],
+                "ROC-AUC": trained.test["roc_auc"],
+                "F1 (W&P)": paper,
+            }
+        )
     result.frame = pd.DataFrame(rows)
     return result
 
@@ -226,12 +229,11 @@ def seed_variance(
         raise ValueError(f"seed variance compares learned attention; {config.attention!r} attention is not learned")
     check_positive_int(len(dataset[split]), f"the {split} split's size")
 
-    kwargs = dict(train_config=train_config, epochs=epochs, progress=progress)
-    base = train_model(dataset, config, seed=base_seed, **kwargs)
+    spec = dict(dataset=dataset, config=config, train_config=train_config, epochs=epochs)
+    base, *others = train_models([dict(spec, seed=s) for s in (base_seed, *seeds)], progress=progress)
     data = dataset[split]
-    models, frames = {}, []
+    models, frames = dict(zip(seeds, others)), []
     for s in seeds:
-        models[s] = train_model(dataset, config, seed=s, **kwargs)
         c = compare_models(models[s].model, base.model, data)
         frames.append(
             pd.DataFrame(

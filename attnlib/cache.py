@@ -18,6 +18,7 @@ import io
 import json
 import os
 import tempfile
+import threading
 import warnings
 from pathlib import Path
 from typing import Any
@@ -53,11 +54,26 @@ def cache_dir() -> Path:
 _PRESENTATION_MODULES = frozenset({"viz.py", "widgets.py", "exercises.py", "published.py"})
 
 
+# CPython 3.11's ast module is not thread-safe ("AST constructor recursion depth mismatch" when
+# two threads parse at once, as train.run_concurrently's do): one parse at a time, and each file
+# parsed once per version of it.
+_AST_LOCK = threading.Lock()
+_CODE_MEMO: dict = {}
+
+
 def _code_of(path: Path) -> bytes:
     """The code of a module without its comments and docstrings (their edits keep the cache)."""
+    source = path.read_bytes()
+    memo_key = (str(path), hashlib.sha256(source).digest())
+    with _AST_LOCK:
+        if memo_key not in _CODE_MEMO:
+            _CODE_MEMO[memo_key] = _strip_docstrings(source)
+        return _CODE_MEMO[memo_key]
+
+
+def _strip_docstrings(source: bytes) -> bytes:
     import ast
 
-    source = path.read_bytes()
     try:
         tree = ast.parse(source)
     except SyntaxError:

@@ -39,7 +39,7 @@ import pandas as pd
 from . import published as _published
 from .data import Dataset
 from .models import AttentionClassifier, ModelConfig
-from .train import TrainConfig, TrainedModel, predict, train_model
+from .train import TrainConfig, TrainedModel, predict, train_model, train_models
 
 __all__ = [
     "GUIDE_NAMES",
@@ -257,16 +257,15 @@ def diagnostic_table(
         _check_guide(guide, dataset)
 
     paper = published_table3(dataset.name)
-    rows = {}
-    for name, guide in guides.items():
+    specs = []
+    for guide in guides.values():
         guided, config = _training(dataset, guide)
-        results = [
-            train_model(
-                guided, config, seed=seed, train_config=train_config, epochs=epochs, device=device,
-                use_cache=use_cache, progress=progress,
-            ).test
-            for seed in seeds
-        ]
+        specs += [dict(dataset=guided, config=config, seed=seed, train_config=train_config, epochs=epochs, device=device,
+                       use_cache=use_cache) for seed in seeds]
+    trained = iter(train_models(specs, progress=progress))  # every (guide, seed) at once
+    rows = {}
+    for name in guides:
+        results = [next(trained).test for _ in seeds]
         scores = np.array([[r[m] for m in _METRICS] for r in results], dtype=np.float64)  # (seeds, metrics)
         row = {}
         for j, m in enumerate(_METRICS):

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import threading
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 
@@ -25,6 +27,7 @@ import torch
 from torch import nn
 
 from . import cache, get_device, seed_everything
+from . import cpu
 from .cpu import warn_if_unpinned
 from ._checks import check_positive_int, check_positive_number
 from .data import Dataset, Split, glove_embeddings
@@ -270,23 +273,194 @@ def _select_by_dev_auc(model: AttentionClassifier, dataset: Dataset) -> tuple[fl
 TRAIN_THREADS = 1
 
 
+_THREADS_LOCK = threading.Lock()
+_THREADS_STATE = {"users": 0, "before": None}
+
+
 @contextmanager
 def training_threads(device) -> Iterator[None]:
     """Run the block on :data:`TRAIN_THREADS` torch CPU threads; restore after.
 
-    CPU only. ``torch.set_num_threads`` also sets MKL's BLAS to that count for this thread,
-    so with one thread the trained model depends on no run-time thread choice (see
-    :data:`TRAIN_THREADS`).
+    CPU only. ``torch.set_num_threads`` also sets MKL's BLAS to that count, so with one
+    thread the trained model depends on no run-time thread choice (see :data:`TRAIN_THREADS`).
+    Safe to nest and to enter from several threads at once (:func:`run_concurrently`): the
+    count in force before the first block is restored when the last block ends.
     """
     if torch.device(device).type != "cpu":
         yield
         return
-    before = torch.get_num_threads()
-    torch.set_num_threads(TRAIN_THREADS)
+    with _THREADS_LOCK:
+        if _THREADS_STATE["users"] == 0:
+            _THREADS_STATE["before"] = torch.get_num_threads()
+        _THREADS_STATE["users"] += 1
+    torch.set_num_threads(TRAIN_THREADS)  # this thread's OpenMP count, and MKL's
     try:
         yield
     finally:
+        with _THREADS_LOCK:
+            _THREADS_STATE["users"] -= 1
+            if _THREADS_STATE["users"] == 0:
+                torch.set_num_threads(_THREADS_STATE["before"])
+
+
+#: Held while a model draws its initial weights from the global random generators, so that
+#: models trained at once by :func:`run_concurrently` get exactly the weights they get alone.
+_INIT_LOCK = threading.RLock()
+
+
+@contextmanager
+def seeded(seed: int) -> Iterator[None]:
+    """Seed every global random generator (:func:`attnlib.seed_everything`) and keep them to this block.
+
+    Wrap the construction of a model whose initial weights come from the global generators
+    in it: no other training thread draws from them until the block ends.
+    """
+    with _INIT_LOCK:
+        seed_everything(seed)
+        yield
+
+
+class TrainingCancelled(RuntimeError):
+    """A job of :func:`run_concurrently` stopped early because another one failed."""
+
+
+# Set in the threads of run_concurrently: the shared stop flag and the progress reporter.
+_JOB = threading.local()
+
+
+def _report(description: str, epoch: int, epochs: int) -> None:
+    reporter = getattr(_JOB, "reporter", None)
+    if reporter is not None:
+        reporter(description, epoch, epochs)
+
+
+def _stop_requested() -> bool:
+    stop = getattr(_JOB, "stop", None)
+    return stop is not None and stop.is_set()
+
+
+def training_slots(device=None) -> int:
+    """How many models :func:`run_concurrently` trains at once by default.
+
+    Each model trains on one CPU thread (:data:`TRAIN_THREADS`), so a CPU trains as many at
+    once as attnlib gives torch threads (:func:`attnlib.cpu.status`: the CPU quota, or
+    ``ATTNLIB_THREADS``). A GPU trains one at a time.
+    """
+    if get_device(device).type != "cpu":
+        return 1
+    return max(1, cpu.status().threads)
+
+
+def run_concurrently(
+    jobs: Sequence[Callable[[], object]],
+    *,
+    workers: int | None = None,
+    progress: bool = True,
+    description: str = "training",
+) -> list:
+    """Run independent training jobs at once, one per free core; return their results in order.
+
+    ``jobs`` are callables without arguments, e.g. ``functools.partial(train_model, ds, seed=1)``.
+    Training runs on one thread per model (:data:`TRAIN_THREADS`), so on a machine with two
+    cores two models train in about the time of one. The results are exactly those of calling
+    the jobs one after the other: each model trains on one thread with its own seeded batches,
+    and draws its initial weights under a lock (:func:`seeded`). ``workers`` defaults to
+    :func:`training_slots`; with one worker (or one job) the jobs run here, in order.
+
+    One progress bar counts the models; it names the models in training and their epochs.
+    When a job raises, the others stop at their next batch and the first error (in job
+    order) is raised.
+    """
+    jobs = list(jobs)
+    for job in jobs:
+        if not callable(job):
+            raise ValueError(f"each job must be a callable without arguments (e.g. functools.partial(train_model, ...)), "
+                             f"got {type(job).__name__}")
+    if workers is None:
+        workers = training_slots()
+    elif isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be a positive int, got {workers!r}")
+    workers = min(workers, len(jobs))
+    if workers <= 1:
+        return [job() for job in jobs]
+
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=len(jobs), desc=f"{description} ({workers} at once)", unit="model", disable=not progress,
+               mininterval=1.0)
+    lock = threading.Lock()
+    running: dict[int, str] = {}
+    stop = threading.Event()
+
+    def show() -> None:
+        bar.set_postfix_str("; ".join(running[k] for k in sorted(running)), refresh=False)
+
+    def run(i: int, job):
+        _JOB.stop = stop
+
+        def reporter(name: str, epoch: int, epochs: int) -> None:
+            with lock:
+                running[i] = f"{name}: epoch {epoch}/{epochs}"
+                show()
+
+        _JOB.reporter = reporter
+        try:
+            return job()
+        finally:
+            _JOB.stop = _JOB.reporter = None
+            with lock:
+                running.pop(i, None)
+                show()
+                bar.update(1)
+
+    before = torch.get_num_threads()
+    try:
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="attnlib-train") as pool:
+            futures = [pool.submit(run, i, job) for i, job in enumerate(jobs)]
+            try:
+                wait(futures, return_when=FIRST_EXCEPTION)
+            except BaseException:  # KeyboardInterrupt: stop the others too
+                stop.set()
+                raise
+            finally:
+                if any(f.done() and not f.cancelled() and f.exception() is not None for f in futures):
+                    stop.set()
+                    for f in futures:
+                        f.cancel()
+            wait(futures)
+            failed = [f.exception() for f in futures if not f.cancelled() and f.exception() is not None]
+            first = next((e for e in failed if not isinstance(e, TrainingCancelled)), failed[0] if failed else None)
+            if first is not None:
+                raise first
+            results = [f.result() for f in futures]
+    finally:
+        bar.close()
         torch.set_num_threads(before)
+    return results
+
+
+def train_models(specs, *, workers: int | None = None, progress: bool = True):
+    """Train (or load from the cache) several models at once with :func:`train_model`.
+
+    ``specs`` is a dict of name -> keyword arguments of :func:`train_model` (``dataset``
+    included), or a list of such dicts; the result is a dict of name -> :class:`TrainedModel`
+    (or a list), each exactly the model ``train_model(**spec)`` gives. Models train
+    concurrently, one per core (:func:`run_concurrently`).
+    """
+    import functools
+
+    if isinstance(specs, Mapping):
+        names, kwargs = list(specs), list(specs.values())
+    elif isinstance(specs, Sequence) and not isinstance(specs, (str, bytes)):
+        names, kwargs = None, list(specs)
+    else:
+        raise ValueError(f"specs must be a dict of name -> train_model keyword arguments, or a list of them, got {type(specs).__name__}")
+    for spec in kwargs:
+        if not isinstance(spec, Mapping) or "dataset" not in spec:
+            raise ValueError(f"each spec must be a dict of train_model keyword arguments with a 'dataset', got {spec!r:.80}")
+    jobs = [functools.partial(train_model, **{"progress": progress, **spec}) for spec in kwargs]
+    results = run_concurrently(jobs, workers=workers, progress=progress, description=f"training {len(jobs)} models")
+    return dict(zip(names, results)) if names is not None else results
 
 
 def fit(
@@ -325,8 +499,11 @@ def fit(
     # and a client that reads them only after the cell (nbval) loses the kernel's last messages once
     # more than about 2,000 are queued (ZMQ's high-water marks): a 4-minute training cell at tqdm's
     # default 10 redraws a second failed nbval that way.
-    bar = tqdm(total=train_config.epochs * n_batches, desc=description or "training", disable=not progress,
+    # In run_concurrently's threads one shared bar reports the epochs instead of a bar per model.
+    in_job = getattr(_JOB, "reporter", None) is not None
+    bar = tqdm(total=train_config.epochs * n_batches, desc=description or "training", disable=not progress or in_job,
                unit="batch", mininterval=1.0)
+    _report(description or "training", 0, train_config.epochs)
     with training_threads(device):  # the same model on every CPU machine
         for epoch in range(1, train_config.epochs + 1):
             model.train()
@@ -340,6 +517,8 @@ def fit(
                 total += loss.detach().item() * len(batch)
                 count += len(batch)
                 bar.update(1)
+                if _stop_requested():
+                    raise TrainingCancelled("stopped: another model trained at the same time failed")
             with torch.no_grad():
                 score, record = select(model, dataset)
             history.append({"epoch": epoch, "train_loss": total / max(count, 1), **record})
@@ -347,6 +526,7 @@ def fit(
                 best_auc, best_epoch = score, epoch
                 best_state = copy.deepcopy({k: v.detach().cpu() for k, v in model.state_dict().items()})
             bar.set_postfix(epoch=epoch, dev=f"{score:.3f}")
+            _report(description or "training", epoch, train_config.epochs)
     bar.close()
     model.load_state_dict(best_state)
     model.eval()
@@ -400,11 +580,11 @@ def train_model(
     result = TrainedModel(
         model=None, dataset=dataset.name, config=config, train_config=train_config, seed=seed, key=key
     )
-    seed_everything(seed)
     if use_cache:
         entry = cache.load("models", key)
         if entry is not None:
-            model = AttentionClassifier(len(dataset.vocab), config)
+            with seeded(seed):  # building the module draws from the global generators
+                model = AttentionClassifier(len(dataset.vocab), config)
             try:
                 model.load_state_dict(entry["state_dict"])
                 result.history, result.best_epoch = entry["history"], entry["best_epoch"]
@@ -416,17 +596,18 @@ def train_model(
                 result.model, result.from_cache = model.to(device).eval(), True
                 return result
 
-    seed_everything(seed)  # a failed cache load above may have drawn random numbers
-    embeddings, _ = glove_embeddings(dataset.vocab, seed=seed)
-    model = AttentionClassifier(len(dataset.vocab), config, embeddings=embeddings).to(device)
+    with seeded(seed):
+        embeddings, _ = glove_embeddings(dataset.vocab, seed=seed)
+        model = AttentionClassifier(len(dataset.vocab), config, embeddings=embeddings).to(device)
     start = time.perf_counter()
-    best_state, history, best_epoch = fit(
-        model, dataset, train_config=train_config, seed=seed, progress=progress,
-        description=f"{config.name} on {dataset.name}",
-    )
-    result.train_seconds = time.perf_counter() - start
-    result.model, result.history, result.best_epoch = model, history, best_epoch
-    result.dev, result.test = evaluate(model, dataset.dev), evaluate(model, dataset.test)
+    with training_threads(device):  # the scores too: the same on every core count
+        best_state, history, best_epoch = fit(
+            model, dataset, train_config=train_config, seed=seed, progress=progress,
+            description=f"{config.name} on {dataset.name}",
+        )
+        result.train_seconds = time.perf_counter() - start
+        result.model, result.history, result.best_epoch = model, history, best_epoch
+        result.dev, result.test = evaluate(model, dataset.dev), evaluate(model, dataset.test)
     if use_cache:
         cache.save(
             "models",

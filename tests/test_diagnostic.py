@@ -290,8 +290,8 @@ def test_diagnostic_table_rows_columns_and_seeds(tiny, guide):
 
 def test_diagnostic_table_trains_each_guide_and_seed_once(tiny, guide, monkeypatch):
     trained, predicted = [], []
-    real_train, real_predict = dg.train_model, dg.predict
-    monkeypatch.setattr(dg, "train_model", lambda *a, **k: trained.append(k["seed"]) or real_train(*a, **k))
+    real_train, real_predict = dg.train_models, dg.predict
+    monkeypatch.setattr(dg, "train_models", lambda specs, **k: trained.extend(s["seed"] for s in specs) or real_train(specs, **k))
     monkeypatch.setattr(dg, "predict", lambda m, split, **k: predicted.append(split.name) or real_predict(m, split, **k))
     guides = {"uniform": "uniform", "base LSTM": guide}
     dg.diagnostic_table(tiny, guides, seeds=(0, 1), epochs=1, use_cache=False, progress=False)

@@ -133,6 +133,62 @@ def test_bad_arguments(small):
         train.TrainConfig(lr=0)
 
 
+def _state(result):
+    return {k: v.clone() for k, v in result.model.state_dict().items()}
+
+
+def test_models_trained_at_once_are_exactly_the_models_trained_one_by_one(small):
+    specs = {
+        ("lstm", 0): dict(dataset=small, encoder="lstm", attention="tanh", seed=0, epochs=2, use_cache=False),
+        ("cnn", 1): dict(dataset=small, encoder="cnn", attention="dot", seed=1, epochs=2, use_cache=False),
+        ("average", 2): dict(dataset=small, encoder="average", attention="tanh", seed=2, epochs=3, use_cache=False),
+        ("lstm", 3): dict(dataset=small, encoder="lstm", attention="tanh", seed=3, epochs=1, use_cache=False),
+    }
+    threads = torch.get_num_threads()
+    together = train.train_models(specs, workers=3, progress=False)
+    assert list(together) == list(specs)  # the caller's order
+    assert torch.get_num_threads() == threads  # restored
+    for name, spec in specs.items():
+        alone = train.train_model(**spec, progress=False)
+        a, b = _state(alone), _state(together[name])
+        assert all(torch.equal(a[k], b[k]) for k in a), name
+        assert alone.test == together[name].test and alone.history == together[name].history, name
+    lstm0, lstm3 = _state(together[("lstm", 0)]), _state(together[("lstm", 3)])
+    assert any(not torch.equal(lstm0[k], lstm3[k]) for k in lstm0)  # not one model four times
+
+
+def test_run_concurrently_returns_in_order_and_a_failure_stops_the_rest(small):
+    import functools
+
+    assert train.run_concurrently([lambda i=i: i * i for i in range(5)], workers=2, progress=False) == [0, 1, 4, 9, 16]
+    assert train.run_concurrently([], progress=False) == []
+
+    def broken():
+        raise ValueError("bad job")
+
+    slow = functools.partial(train.train_model, small, encoder="lstm", epochs=50, use_cache=False, progress=False)
+    import time
+
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match="bad job"):
+        train.run_concurrently([slow, broken], workers=2, progress=False)
+    assert time.perf_counter() - start < 30  # the 50-epoch job stopped at its next batch
+    assert torch.get_num_threads() >= 1
+
+
+def test_run_concurrently_and_train_models_reject_bad_input(small):
+    with pytest.raises(ValueError, match="callable"):
+        train.run_concurrently([1, 2])
+    for workers in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="workers"):
+            train.run_concurrently([lambda: 1], workers=workers)
+    with pytest.raises(ValueError, match="dict of name"):
+        train.train_models("lstm")
+    with pytest.raises(ValueError, match="'dataset'"):
+        train.train_models([dict(encoder="lstm")])
+    assert train.training_slots("cpu") >= 1
+
+
 def test_no_warnings_from_a_normal_run(small):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -145,7 +201,11 @@ if os.environ.get("IMPORT_TORCH_FIRST"):
     import torch  # a reader's notebook that imported torch before attnlib (nothing computed yet)
 from attnlib import cpu, data, train
 dataset = data.load_dataset("rt-polarity", max_eval=60, seed=0)  # the book's train split: small ones hide the effect
-model = train.train_model(dataset, encoder="lstm", epochs=1, use_cache=False, progress=False).model
+if os.environ.get("TRAIN_CONCURRENTLY"):  # beside another model, in run_concurrently's threads
+    specs = [dict(dataset=dataset, encoder=e, seed=s, epochs=1, use_cache=False) for e, s in (("lstm", 0), ("cnn", 5))]
+    model = train.train_models(specs, workers=2, progress=False)[0].model
+else:
+    model = train.train_model(dataset, encoder="lstm", epochs=1, use_cache=False, progress=False).model
 digest = hashlib.sha256()
 for value in model.state_dict().values():
     digest.update(value.numpy().tobytes())
@@ -168,6 +228,7 @@ SIMULATED_CPUS = {
     "an Intel CPU's MKL branch (AVX-512), runtimes free to pick threads": {
         "MKL_CBWR": "AVX512", "OMP_DYNAMIC": "TRUE", "MKL_DYNAMIC": "FALSE"},
     "torch imported before attnlib": {"IMPORT_TORCH_FIRST": "1", "ATEN_CPU_CAPABILITY": "default"},
+    "trained beside another model (train_models)": {"TRAIN_CONCURRENTLY": "1"},
 }
 
 

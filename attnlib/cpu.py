@@ -40,8 +40,9 @@ spinning thread takes the core from the one it waits for on a busy machine. Meas
 chapter 3's gradients + leave-one-out took 1.31 / 2.73 s against torch's default spinning
 1.31 / 3.73 s; chapter 5's adversary 0.43 / 1.03 s against 0.34 / 1.19 s. Sleeping at once
 (``OMP_WAIT_POLICY=PASSIVE``) was better beside the busy process (2.34 s, 0.58 s) but up to 3x
-slower idle (1.67 s, 1.05 s); one thread was flat (1.98 / 1.98 s, 0.44 / 0.43 s). Training always runs on
-:data:`attnlib.train.TRAIN_THREADS` threads, whatever this says.
+slower idle (1.67 s, 1.05 s); one thread was flat (1.98 / 1.98 s, 0.44 / 0.43 s). A model always
+trains on :data:`attnlib.train.TRAIN_THREADS` threads, whatever this says; the thread count
+here is also how many models :func:`attnlib.train.train_models` trains at once.
 
 ``ATTNLIB_CPU_PINS=0`` turns the kernel pins off (faster; numbers then depend on the CPU).
 """

@@ -357,6 +357,7 @@ def run_concurrently(
     workers: int | None = None,
     progress: bool = True,
     description: str = "training",
+    costs: Sequence[float] | None = None,
 ) -> list:
     """Run independent training jobs at once, one per free core; return their results in order.
 
@@ -365,7 +366,11 @@ def run_concurrently(
     cores two models train in about the time of one. The results are exactly those of calling
     the jobs one after the other: each model trains on one thread with its own seeded batches,
     and draws its initial weights under a lock (:func:`seeded`). ``workers`` defaults to
-    :func:`training_slots`; with one worker (or one job) the jobs run here, in order.
+    :func:`training_slots`; with one worker (or one job), and inside a job of another
+    ``run_concurrently``, the jobs run here, in order.
+
+    ``costs`` (optional, one number per job) start the costliest jobs first, so that a long job
+    does not start last and run alone (longest-processing-time-first scheduling).
 
     One progress bar counts the models; it names the models in training and their epochs.
     When a job raises, the others stop at their next batch and the first error (in job
@@ -380,7 +385,13 @@ def run_concurrently(
         workers = training_slots()
     elif isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be a positive int, got {workers!r}")
+    if costs is not None:
+        costs = [float(c) for c in costs]
+        if len(costs) != len(jobs) or not all(np.isfinite(costs)):
+            raise ValueError(f"costs must be {len(jobs)} finite numbers, one per job")
     workers = min(workers, len(jobs))
+    if getattr(_JOB, "stop", None) is not None:
+        workers = 1  # called from a job of an outer run_concurrently: its cores are taken already
     if workers <= 1:
         return [job() for job in jobs]
 
@@ -416,7 +427,9 @@ def run_concurrently(
     before = torch.get_num_threads()
     try:
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="attnlib-train") as pool:
-            futures = [pool.submit(run, i, job) for i, job in enumerate(jobs)]
+            order = sorted(range(len(jobs)), key=lambda i: -costs[i]) if costs is not None else range(len(jobs))
+            submitted = {i: pool.submit(run, i, jobs[i]) for i in order}
+            futures = [submitted[i] for i in range(len(jobs))]
             try:
                 wait(futures, return_when=FIRST_EXCEPTION)
             except BaseException:  # KeyboardInterrupt: stop the others too
@@ -439,6 +452,19 @@ def run_concurrently(
     return results
 
 
+#: Relative cost of one token through each encoder in training (measured: an rt-polarity epoch
+#: takes about 11.5 s with the BiLSTM, 5.4 s with the CNN, 2 s with the Average encoder).
+_ENCODER_COST = {"lstm": 6.0, "cnn": 3.0, "average": 1.0}
+
+
+def _training_cost(dataset, config=None, encoder=None, epochs=None, train_config=None, **_) -> float:
+    """A rough relative cost of training a model (tokens x encoder x epochs), to start long jobs first."""
+    name = config.encoder if config is not None else (encoder or "lstm")
+    n_epochs = epochs or (train_config or TrainConfig()).epochs
+    tokens = float(sum(len(x) for x in dataset.train.ids)) if isinstance(dataset, Dataset) else 0.0
+    return tokens * _ENCODER_COST.get(name, 6.0) * n_epochs
+
+
 def train_models(specs, *, workers: int | None = None, progress: bool = True):
     """Train (or load from the cache) several models at once with :func:`train_model`.
 
@@ -459,7 +485,8 @@ def train_models(specs, *, workers: int | None = None, progress: bool = True):
         if not isinstance(spec, Mapping) or "dataset" not in spec:
             raise ValueError(f"each spec must be a dict of train_model keyword arguments with a 'dataset', got {spec!r:.80}")
     jobs = [functools.partial(train_model, **{"progress": progress, **spec}) for spec in kwargs]
-    results = run_concurrently(jobs, workers=workers, progress=progress, description=f"training {len(jobs)} models")
+    results = run_concurrently(jobs, workers=workers, progress=progress, description=f"training {len(jobs)} models",
+                               costs=[_training_cost(**spec) for spec in kwargs])
     return dict(zip(names, results)) if names is not None else results
 
 

@@ -162,6 +162,19 @@ def test_run_concurrently_returns_in_order_and_a_failure_stops_the_rest(small):
 
     assert train.run_concurrently([lambda i=i: i * i for i in range(5)], workers=2, progress=False) == [0, 1, 4, 9, 16]
     assert train.run_concurrently([], progress=False) == []
+    started = []
+    jobs = [lambda i=i: started.append(i) or i for i in range(4)]
+    assert train.run_concurrently(jobs, workers=2, costs=[1, 5, 2, 9], progress=False) == [0, 1, 2, 3]
+    assert set(started[:2]) == {3, 1}  # the costliest first
+    with pytest.raises(ValueError, match="costs"):
+        train.run_concurrently(jobs, workers=2, costs=[1, 2])
+    import threading
+
+    def inner():  # a nested call runs in its job's own thread: no oversubscription
+        names = train.run_concurrently([lambda: threading.current_thread().name] * 3, workers=3, progress=False)
+        return set(names) == {threading.current_thread().name}
+
+    assert train.run_concurrently([inner, inner], workers=2, progress=False) == [True, True]
 
     def broken():
         raise ValueError("bad job")

@@ -10,9 +10,10 @@
   the experiments: leave-one-out, permutation, adversarial search, ...).
 * ``chapters`` -- the chapters executed in order with papermill in the ``book`` profile,
   starting from an empty model cache that they share (as in CI's first build): wall time and
-  the kernel's peak RSS (budget: <= 3 min and <= 2 GB each, <= 15 min for the whole book).
+  the kernel's peak RSS (budget: <= 3 min and <= 1.8 GB process-tree RSS each, <= 20 min for the whole book).
   With ``--isolated`` every chapter gets its own empty cache: the time a reader pays who opens
-  that chapter first (in Binder, say) and trains every model it needs.
+  that chapter first (in Binder, say) and trains every model it needs. With ``--busy`` a
+  pure-Python loop takes one core meanwhile (a machine shared with other work).
 
 Ratios, not absolute times, are the targets: machines are noisy, so both sides of a ratio
 are measured in the same run, interleaved, and the median of several repeats is kept.
@@ -30,7 +31,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-BUDGET_CHAPTER_S, BUDGET_BOOK_S, BUDGET_RSS_MB = 180, 15 * 60, 2048
+BUDGET_CHAPTER_S, BUDGET_BOOK_S, BUDGET_RSS_MB = 180, 20 * 60, 1800  # RSS: the whole process tree (Binder: ~2 GB)
 
 
 def _median_time(fn, repeats: int) -> float:
@@ -99,7 +100,18 @@ def _peak_rss_of_tree(proc: subprocess.Popen, stop: threading.Event, out: dict) 
     out["peak_tree_mb"] = peak_tree / 2**20
 
 
-def bench_chapters(chapters: list[str] | None = None, profile: str = "book", isolated: bool = False) -> list[dict]:
+def bench_chapters(chapters: list[str] | None = None, profile: str = "book", isolated: bool = False,
+                   busy: bool = False) -> list[dict]:
+    busy_proc = subprocess.Popen([sys.executable, "-c", "while True:\n    pass\n"]) if busy else None
+    try:
+        return _bench_chapters(chapters, profile, isolated, busy)
+    finally:
+        if busy_proc is not None:
+            busy_proc.kill()
+            busy_proc.wait()
+
+
+def _bench_chapters(chapters, profile: str, isolated: bool, busy: bool) -> list[dict]:
     notebooks = sorted((ROOT / "chapters").glob("[0-9]*.ipynb"))
     if chapters:
         notebooks = [nb for nb in notebooks if any(nb.name.startswith(c) for c in chapters)]
@@ -127,11 +139,13 @@ def bench_chapters(chapters: list[str] | None = None, profile: str = "book", iso
                   f"(tree {mem.get('peak_tree_mb', float('nan')):.0f} MB){flag}")
     total = sum(r["wall_s"] for r in results)
     worst = max((r["wall_s"] for r in results), default=0.0)
-    rss = max((r.get("peak_one_mb", 0.0) for r in results), default=0.0)
+    rss = max((r.get("peak_tree_mb", 0.0) for r in results), default=0.0)
     label = "sum (each chapter cold)" if isolated else "whole book (cold cache)"
+    if busy:
+        label += ", beside a busy process"
     print(f"{label:<32} {total:7.1f} s   (budgets: {BUDGET_CHAPTER_S} s per chapter, "
           f"{BUDGET_BOOK_S} s in all, {BUDGET_RSS_MB} MB)")
-    print(f"slowest chapter {worst:.1f} s, largest kernel RSS {rss:.0f} MB: "
+    print(f"slowest chapter {worst:.1f} s, largest process-tree RSS {rss:.0f} MB: "
           f"{'within' if worst <= BUDGET_CHAPTER_S and rss <= BUDGET_RSS_MB and (isolated or total <= BUDGET_BOOK_S) else 'OVER'} budget")
     return results
 
@@ -156,6 +170,7 @@ def main(argv=None) -> int:
     parser.add_argument("--chapters", nargs="*", help="chapter number prefixes, e.g. 01 02")
     parser.add_argument("--profile", default="book")
     parser.add_argument("--isolated", action="store_true", help="chapters: an empty model cache for every chapter")
+    parser.add_argument("--busy", action="store_true", help="chapters: beside one busy process (a pure-Python loop)")
     args = parser.parse_args(argv)
     registry = _registry()
     known = list(registry)
@@ -168,7 +183,7 @@ def main(argv=None) -> int:
         if name in which and registry[name] is not None:
             registry[name]()
     if "chapters" in which:
-        results = bench_chapters(args.chapters, args.profile, args.isolated)
+        results = bench_chapters(args.chapters, args.profile, args.isolated, args.busy)
         if not all(r["ok"] for r in results):
             return 1
     return 0

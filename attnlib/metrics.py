@@ -158,7 +158,7 @@ def _exact_pvalue(n: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
     return p.clamp(max=1.0)
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=8)
 def _pair_index(T: int):
     """Indices (i, j), i < j, of all unordered pairs of T positions."""
     i, j = torch.triu_indices(T, T, offset=1)

@@ -1,21 +1,39 @@
 """attnlib: models, metrics and experiments for the book *Is attention explanation?*
 
-The package is layered; lower layers never import higher ones::
+The layout is the architecture. Lower layers never import higher ones, and no module
+imports a private (underscored) name of another (``tests/test_layout.py`` checks both)::
 
-    metrics, _checks, cache, profiles      (foundations)
-    data -> models -> train -> experiments (importance, counterfactual, baselines, adversarial_training,
-    diagnostic, erasure) -> viz / widgets / exercises
+    _checks, metrics, cpu, cache, profiles, published   foundations
+    data/            texts -> vocabularies, splits, padded batches, GloVe
+    models/          the model protocol (what an experiment needs from a model), the
+                     interventions on attention rows, and the families that meet it
+    train            recipes, seeds, the model cache, training several models at once
+    _runs            the one private experiment runner: subset, length buckets,
+                     chunks under a memory bound, device, eval mode
+    experiments/     what the chapters run: importance, counterfactual, erasure,
+                     baselines, adversarial_training, diagnostic
+    presentation/    viz, widgets, exercises: figures and checkers (not in the cache key)
 
-Submodules are imported on first use, so ``attnlib.metrics.jsd`` works without an explicit
-``import attnlib.metrics``. Importing attnlib pins torch's CPU kernels and sizes its thread
-pool to the CPU quota (:mod:`attnlib.cpu`): import it before running any torch code, so that
-a run gives the book's numbers on every x86-64 CPU.
+Why folders: a second model family (transformers) and four more experiment modules come
+next, and each should land where its layer is, visible from the tree. Why one runner and one
+protocol: permutation, the adversary and erasure are the same loop (hidden states once, then
+many candidate attentions decoded at a site), so a new family writes the protocol's three
+methods and every experiment runs on it.
+
+The flat names of earlier editions keep working: ``attnlib.counterfactual``,
+``from attnlib import viz`` and ``import attnlib.erasure`` give the modules above.
+Submodules are imported on first use. Importing attnlib pins torch's CPU kernels and sizes
+its thread pool to the CPU quota (:mod:`attnlib.cpu`): import it before running any torch
+code, so that a run gives the book's numbers on every x86-64 CPU.
 """
 from __future__ import annotations
 
 import importlib
+import importlib.abc
+import importlib.util
 import os
 import random
+import sys
 
 __version__ = "0.1.0"
 
@@ -23,24 +41,48 @@ from . import cpu  # noqa: E402  (first: the kernel pins must precede any torch 
 
 cpu.configure()
 
+#: Public submodules by the short name the chapters use, and where each lives.
 _SUBMODULES = {
-    "cache",
-    "counterfactual",
-    "data",
-    "exercises",
-    "importance",
-    "metrics",
-    "models",
-    "profiles",
-    "published",
-    "baselines",
-    "adversarial_training",
-    "diagnostic",
-    "erasure",
-    "train",
-    "viz",
-    "widgets",
+    "cache": "cache",
+    "cpu": "cpu",
+    "data": "data",
+    "metrics": "metrics",
+    "models": "models",
+    "profiles": "profiles",
+    "published": "published",
+    "train": "train",
+    "experiments": "experiments",
+    "presentation": "presentation",
+    "importance": "experiments.importance",
+    "counterfactual": "experiments.counterfactual",
+    "erasure": "experiments.erasure",
+    "baselines": "experiments.baselines",
+    "adversarial_training": "experiments.adversarial_training",
+    "diagnostic": "experiments.diagnostic",
+    "viz": "presentation.viz",
+    "widgets": "presentation.widgets",
+    "exercises": "presentation.exercises",
 }
+
+
+class _ShortNames(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """``import attnlib.viz`` (a short name) gives the module ``attnlib.presentation.viz`` itself."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        prefix, _, short = fullname.partition(".")
+        if prefix != __name__ or _SUBMODULES.get(short, short) == short:
+            return None
+        return importlib.util.spec_from_loader(fullname, self)
+
+    def create_module(self, spec):
+        return importlib.import_module(f"{__name__}.{_SUBMODULES[spec.name.partition('.')[2]]}")
+
+    def exec_module(self, module):
+        pass  # the real module is executed already, under its own name
+
+
+if not any(isinstance(f, _ShortNames) for f in sys.meta_path):
+    sys.meta_path.append(_ShortNames())
 
 __all__ = ["__version__", "seed_everything", "get_device", "get_profile", *sorted(_SUBMODULES)]
 
@@ -83,7 +125,7 @@ def get_profile(name: "str | None" = None):
 
 def __getattr__(name: str):
     if name in _SUBMODULES:
-        module = importlib.import_module(f".{name}", __name__)
+        module = importlib.import_module(f".{_SUBMODULES[name]}", __name__)
         globals()[name] = module
         return module
     raise AttributeError(f"module 'attnlib' has no attribute {name!r}")

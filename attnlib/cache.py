@@ -48,10 +48,10 @@ def cache_dir() -> Path:
     return path
 
 
-#: Modules that do not change what a cached model is (plots, widgets, exercise checkers,
-#: the published numbers): editing them keeps the cache. Every other module of the package
-#: is part of :func:`code_version`.
-_PRESENTATION_MODULES = frozenset({"viz.py", "widgets.py", "exercises.py", "published.py"})
+#: The package folder whose modules do not change what a cached model is (plots, widgets,
+#: exercise checkers): editing them keeps the cache. Every other module of the package is
+#: part of :func:`code_version`.
+PRESENTATION_PACKAGE = "presentation"
 
 
 # CPython 3.11's ast module is not thread-safe ("AST constructor recursion depth mismatch" when
@@ -94,14 +94,15 @@ def code_version(package_dir: str | Path | None = None) -> str:
     Cache keys hold it, so that a change to the training code (the data pipeline, the models,
     the recipe, the thread count) can never be answered with a model the old code trained:
     the version string alone stays the same between releases. Edits to the presentation
-    modules (:data:`_PRESENTATION_MODULES`), to comments and to docstrings keep the cache.
+    package (:data:`PRESENTATION_PACKAGE`, left out by folder), to comments and to docstrings
+    keep the cache.
     """
     from . import __version__
 
     root = Path(package_dir) if package_dir is not None else Path(__file__).resolve().parent
     digest = hashlib.sha256()
     for path in sorted(root.rglob("*.py")):
-        if path.name in _PRESENTATION_MODULES and path.parent == root:
+        if path.relative_to(root).parts[0] == PRESENTATION_PACKAGE:
             continue
         digest.update(path.relative_to(root).as_posix().encode() + b"\0" + _code_of(path) + b"\0")
     from .cpu import kernel_signature

@@ -102,9 +102,13 @@ def test_code_version_follows_the_training_code_not_the_plots(tmp_path):
     before = cache.code_version(copy)
     assert before.startswith(attnlib.__version__ + "+") and before == cache.code_version(copy)
     assert cache.code_version(copy) == cache.code_version()  # the copy is the installed package
-    with open(copy / "viz.py", "a") as f:
-        f.write("\n# a new colour\n")
-    assert cache.code_version(copy) == before  # plots do not invalidate trained models
+    with open(copy / "presentation" / "viz.py", "a") as f:
+        f.write("\nNEW_COLOUR = 'tab:olive'\n")
+    (copy / "presentation" / "new_figures.py").write_text("X = 1\n")
+    assert cache.code_version(copy) == before  # the presentation package, by folder, does not invalidate models
+    with open(copy / "published.py", "a") as f:
+        f.write("\nNEW_NUMBER = 0.5\n")
+    before = cache.code_version(copy)
     with open(copy / "data" / "text.py", "a") as f:
         f.write("\n# a comment\n")
     assert cache.code_version(copy) == before  # comments are not code

@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ._checks import check_positive_int
-from .data import Dataset
-from .models import ModelConfig
-from .published import UNIFORM_F1, PAPER_DATASET
-from .train import TrainConfig, TrainedModel, compare_models, train_models
+from .._checks import check_positive_int
+from ..data import Dataset
+from ..models import ModelConfig
+from ..published import UNIFORM_F1, PAPER_DATASET
+from ..train import TrainConfig, TrainedModel, compare_models, train_models
 
 __all__ = [
     "UniformComparison", "uniform_comparison", "SeedVariance", "seed_variance", "LONG_SYNTHETIC", "load_wp_dataset",
@@ -61,8 +61,8 @@ def _published_f1(dataset: str, which: str) -> float:
 
 def load_wp_dataset(name: str, *, seed: int = 0, profile=None) -> Dataset:
     """A data set of W&P's experiments under a profile; ``"synthetic-long"`` is :data:`LONG_SYNTHETIC`."""
-    from .data import load_dataset
-    from .profiles import get_profile
+    from ..data import load_dataset
+    from ..profiles import get_profile
 
     P = get_profile(profile)
     if name == "synthetic-long":
@@ -285,8 +285,8 @@ def dilution_curve(models: dict, vocab, *, marker: str = "superb", lengths=range
     """
     import torch
 
-    from .data import collate, needle_sentence
-    from .models import AttentionClassifier, eval_mode
+    from ..data import collate, needle_sentence
+    from ..models import AttentionClassifier, eval_mode
 
     if not models:
         raise ValueError("models must map at least one name to a model")

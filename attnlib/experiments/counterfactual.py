@@ -38,10 +38,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from . import metrics
-from ._checks import check_positive_int, check_positive_number
-from .data import Batch, Split
-from .models import eval_mode, masked_softmax
+from .. import metrics
+from .._checks import check_positive_int, check_positive_number
+from ..data import Batch, Split
+from ..models import eval_mode, masked_softmax
 
 __all__ = [
     "PermutationResult",

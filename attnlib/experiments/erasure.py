@@ -45,11 +45,11 @@ import numpy as np
 import pandas as pd
 import torch
 
-from . import metrics
-from ._checks import check_finite, check_positive_int
+from .. import metrics
+from .._checks import check_finite, check_positive_int
 from .counterfactual import _check_seed, _chunks, _device, _instances, _take
 from .importance import _check_model
-from .models import AttentionClassifier, eval_mode
+from ..models import AttentionClassifier, eval_mode
 
 __all__ = [
     "RANKINGS",

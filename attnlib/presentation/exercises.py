@@ -95,21 +95,21 @@ def _distribution_pairs(seed: int, zeros: bool = True) -> list:
 
 def check_tvd(fn: Callable) -> CheckResult:
     """Exercise: TVD over the last axis, batched (Chapter 2)."""
-    from .metrics import tvd
+    from ..metrics import tvd
 
     return _report("tvd", fn, _distribution_pairs(0), tvd)
 
 
 def check_jsd(fn: Callable) -> CheckResult:
     """Exercise: JSD with natural logs, zeros allowed, batched (Chapter 2)."""
-    from .metrics import jsd
+    from ..metrics import jsd
 
     return _report("jsd", fn, _distribution_pairs(1), jsd)
 
 
 def check_kendall_tau(fn: Callable) -> CheckResult:
     """Exercise: Kendall tau-b of two 1-D arrays, ties included (Chapter 2)."""
-    from .metrics import kendall_tau
+    from ..metrics import kendall_tau
 
     rng = np.random.default_rng(2)
     cases = [
@@ -124,7 +124,7 @@ def check_kendall_tau(fn: Callable) -> CheckResult:
 
 def check_masked_softmax(fn: Callable) -> CheckResult:
     """Exercise: softmax over the real tokens only; exactly 0 on masked ones (Chapter 1)."""
-    from .models import masked_softmax
+    from ..models import masked_softmax
 
     g = torch.Generator().manual_seed(3)
     cases = []
@@ -153,8 +153,8 @@ def check_context(fn: Callable) -> CheckResult:
 
 def _tiny_model_and_instances(encoder: str = "lstm", seed: int = 5):
     """A seeded, untrained classifier over a 40-word vocabulary and a few token sequences."""
-    from .data import EOS, SOS
-    from .models import AttentionClassifier, ModelConfig
+    from ..data import EOS, SOS
+    from ..models import AttentionClassifier, ModelConfig
 
     torch.manual_seed(seed)
     model = AttentionClassifier(40, ModelConfig(encoder=encoder, attention="tanh")).eval()
@@ -167,7 +167,7 @@ def _tiny_model_and_instances(encoder: str = "lstm", seed: int = 5):
 
 
 def _per_instance_reference(measure):
-    from .data import PAD
+    from ..data import PAD
 
     def reference(model, tokens):
         batch = tokens.unsqueeze(0)
@@ -186,7 +186,7 @@ def check_leave_one_out(fn: Callable) -> CheckResult:
     ``fn(model, tokens)``: ``tokens`` is a 1-D LongTensor ``<SOS> w_1 ... w_n <EOS>``; return
     the n values TVD(y-hat(x), y-hat(x without w_t)).
     """
-    from .importance import leave_one_out
+    from ..experiments.importance import leave_one_out
 
     cases = []
     for encoder in ("lstm", "average"):
@@ -198,7 +198,7 @@ def check_leave_one_out(fn: Callable) -> CheckResult:
 
 def check_gradient_importance(fn: Callable) -> CheckResult:
     """Exercise: J&W's gradient importance with attention detached, for one instance (Chapter 3)."""
-    from .importance import gradient_importance
+    from ..experiments.importance import gradient_importance
 
     cases = []
     for encoder in ("lstm", "cnn"):
@@ -241,7 +241,7 @@ def check_binned_medians(fn: Callable) -> CheckResult:
     """Exercise: median of a value per bin of max attention, J&W's bins (Chapter 4)."""
     import pandas as pd
 
-    from .counterfactual import bin_by_max_attention
+    from ..experiments.counterfactual import bin_by_max_attention
 
     rng = np.random.default_rng(12)
     cases = []
@@ -259,7 +259,7 @@ def check_binned_medians(fn: Callable) -> CheckResult:
 
 def check_eps_max_jsd(fn: Callable) -> CheckResult:
     """Exercise: J&W's selection: max JSD over candidates within eps, alpha-hat counts as 0 (Chapter 5)."""
-    from .counterfactual import _select
+    from ..experiments.counterfactual import _select
 
     rng = np.random.default_rng(13)
     cases = []
@@ -273,7 +273,7 @@ def check_eps_max_jsd(fn: Callable) -> CheckResult:
 
 def check_pairwise_jsd(fn: Callable) -> CheckResult:
     """Exercise: the adversary's diversity term, the mean JSD over pairs of K candidates (Chapter 5)."""
-    from .metrics import jsd
+    from ..metrics import jsd
 
     rng = np.random.default_rng(14)
     cases = [(rng.dirichlet(np.ones(t), size=k),) for k, t in ((2, 4), (5, 9), (3, 30))]
@@ -291,7 +291,7 @@ def check_pairwise_jsd(fn: Callable) -> CheckResult:
 
 def check_uniform_attention(fn: Callable) -> CheckResult:
     """Exercise: alpha_t = 1/T over the real tokens, exactly 0 elsewhere, batched (Chapter 6)."""
-    from .models import uniform_attention
+    from ..models import uniform_attention
 
     g = torch.Generator().manual_seed(15)
     cases = []
@@ -320,7 +320,7 @@ def check_f1(fn: Callable) -> CheckResult:
 
 def check_median_jsd_over_seeds(fn: Callable) -> CheckResult:
     """Exercise: per instance, the median over seeds of JSD(alpha_seed, alpha_base) (Chapter 7)."""
-    from .metrics import jsd
+    from ..metrics import jsd
 
     rng = np.random.default_rng(17)
     cases = []
@@ -365,7 +365,7 @@ def _attention_cases(seed: int, shapes=((1, 3), (4, 7), (5, 12)), *, min_real: i
 
 def check_masked_kl(fn: Callable) -> CheckResult:
     """Exercise: KL(alpha_a || alpha_b) over the real tokens, finite with exact zeros on padding (Chapter 8)."""
-    from .adversarial_training import _loss_terms
+    from ..experiments.adversarial_training import _loss_terms
 
     def reference(a, b, mask):
         probs = torch.full((a.shape[0], 2), 0.5, dtype=a.dtype)
@@ -376,7 +376,7 @@ def check_masked_kl(fn: Callable) -> CheckResult:
 
 def check_adversarial_loss(fn: Callable) -> CheckResult:
     """Exercise: W&P's per-instance loss TVD(y_a, y_b) - lambda KL(alpha_a || alpha_b) (Chapter 8)."""
-    from .adversarial_training import adversarial_loss
+    from ..experiments.adversarial_training import adversarial_loss
 
     g = torch.Generator().manual_seed(20)
     cases = []
@@ -445,7 +445,7 @@ def check_guide_gain(fn: Callable) -> CheckResult:
 
 def check_erase(fn: Callable) -> CheckResult:
     """Exercise: zero the chosen attention weights and renormalise over the rest (Chapter 10)."""
-    from .erasure import erased_attention
+    from ..experiments.erasure import erased_attention
 
     g = torch.Generator().manual_seed(24)
     cases = []

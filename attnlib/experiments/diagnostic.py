@@ -36,10 +36,10 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from . import published as _published
-from .data import Dataset
-from .models import AttentionClassifier, ModelConfig
-from .train import TrainConfig, TrainedModel, predict, train_model, train_models
+from .. import published as _published
+from ..data import Dataset
+from ..models import AttentionClassifier, ModelConfig
+from ..train import TrainConfig, TrainedModel, predict, train_model, train_models
 
 __all__ = [
     "GUIDE_NAMES",

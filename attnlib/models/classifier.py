@@ -29,8 +29,8 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from ._checks import check_distribution, check_positive_int
-from .data import EOS, PAD, SOS
+from .._checks import check_distribution, check_positive_int
+from ..data import EOS, PAD, SOS
 
 __all__ = [
     "ENCODERS",

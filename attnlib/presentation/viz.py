@@ -241,7 +241,7 @@ def plot_scores(scores: dict[str, float], *, limits: dict[str, tuple[float, floa
 
 def measures_figure(p, q, tokens: Sequence[str], *, names=("p", "q"), title: str | None = None):
     """Two distributions side by side with their TVD, JSD and Kendall tau (Chapter 2)."""
-    from .metrics import jsd, kendall_tau, tvd
+    from ..metrics import jsd, kendall_tau, tvd
 
     p = np.asarray(p, dtype=float)
     q = np.asarray(q, dtype=float)

@@ -39,10 +39,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ._checks import check_positive_int
-from .data import EOS, PAD, SOS, UNK, Batch, Split
-from .metrics import kendall_tau, tvd
-from .models import AttentionClassifier, Encoded, eval_mode, real_token_mask
+from .._checks import check_positive_int
+from ..data import EOS, PAD, SOS, UNK, Batch, Split
+from ..metrics import kendall_tau, tvd
+from ..models import AttentionClassifier, Encoded, eval_mode, real_token_mask
 
 __all__ = [
     "LOO_MODES",

@@ -73,11 +73,11 @@ from dataclasses import asdict, dataclass, field
 import pandas as pd
 import torch
 
-from . import cache, metrics
-from ._checks import check_distribution, check_positive_number
-from .data import Dataset, Split, glove_embeddings
-from .models import AttentionClassifier, eval_mode
-from .train import (
+from .. import cache, metrics
+from .._checks import check_distribution, check_positive_number
+from ..data import Dataset, Split, glove_embeddings
+from ..models import AttentionClassifier, eval_mode
+from ..train import (
     Comparison,
     TrainConfig,
     TrainedModel,

@@ -95,7 +95,7 @@ def sentence_explorer(models: dict, vocab, text: str = "a gorgeous , witty film 
     import torch
     from IPython.display import display
 
-    from .data import collate, tokenize
+    from ..data import collate, tokenize
     from .viz import attention_heatmap
 
     if not models:
@@ -147,7 +147,7 @@ def importance_explorer(results: dict, split, index: int = 0):
 
     ``results`` maps a display name to an :class:`attnlib.importance.ImportanceResult` on ``split``.
     """
-    from .importance import instance_agreement
+    from ..experiments.importance import instance_agreement
     from .viz import compare_heatmap
 
     per_instance = {name: instance_agreement(r) for name, r in results.items()}
@@ -167,7 +167,7 @@ def adversary_explorer(model, split, indices: Sequence[int], *, eps: float = 0.0
     """Move eps (and k): re-run the adversarial search on a few sentences of ``split`` and redraw (Chapter 5)."""
     import ipywidgets as W
 
-    from .counterfactual import adversarial_attention
+    from ..experiments.counterfactual import adversarial_attention
     from .viz import adversary_heatmap
 
     if len(indices) == 0:
@@ -222,8 +222,8 @@ def needle_figure(models: dict, vocab, marker: str = "superb", length: int = 150
     """One needle sentence (``marker`` among ``length`` distractors) through each model (Chapter 6)."""
     import torch
 
-    from .data import collate, needle_sentence
-    from .models import eval_mode
+    from ..data import collate, needle_sentence
+    from ..models import eval_mode
     from .viz import plot_needle_attention
 
     tokens = needle_sentence(marker, length, seed=seed)
@@ -242,7 +242,7 @@ def needle_explorer(models: dict, vocab, marker: str = "superb", length: int = 1
     """Slide the sentence length and pick the marker: each model's attention and p(positive)."""
     import ipywidgets as W
 
-    from .data import MARKER_POLARITY
+    from ..data import MARKER_POLARITY
 
     if not models:
         raise ValueError("models must map at least one name to a model")
@@ -268,8 +268,8 @@ def lambda_figures(sweep, indices: Sequence[int], lam, *, points: dict | None = 
     sentences of its ``split``; ``points`` are extra (jsd, tvd) points for the curve (see
     :func:`attnlib.viz.plot_lambda_sweep`). Returns (curve figure, heatmap figure).
     """
-    from .metrics import jsd
-    from .train import predict
+    from ..metrics import jsd
+    from ..train import predict
     from .viz import attention_heatmap, plot_lambda_sweep
 
     if len(indices) == 0:

@@ -1,0 +1,1 @@
+"""What the chapters run: one module per experiment family of the book."""

@@ -98,8 +98,9 @@ def seed_everything(seed: int) -> None:
     import numpy as np
     import torch
 
-    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    from ._checks import check_seed
+
+    seed = check_seed(seed)
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)

@@ -111,3 +111,16 @@ def check_positive_int(x, name: str, minimum: int = 1) -> int:
     if isinstance(x, bool) or not isinstance(x, numbers.Integral) or x < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {x!r}")
     return int(x)
+
+
+def check_seed(seed, name: str = "seed") -> int:
+    """A seed: a non-negative int (NumPy ints too, not bools)."""
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ValueError(f"{name} must be a non-negative int, got {seed!r}")
+    return int(seed)
+
+
+def check_bool(x, name: str) -> bool:
+    if not isinstance(x, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False, got {x!r}")
+    return bool(x)

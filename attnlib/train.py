@@ -29,9 +29,9 @@ from torch import nn
 from . import cache, get_device, seed_everything
 from . import cpu
 from .cpu import warn_if_unpinned
-from ._checks import check_positive_int, check_positive_number
+from ._checks import check_positive_int, check_positive_number, check_seed
 from .data import Dataset, Split, glove_embeddings
-from .models import AttentionClassifier, ModelConfig, eval_mode
+from .models import AttentionClassifier, ModelConfig, device_of, eval_mode
 
 __all__ = [
     "TrainConfig",
@@ -146,14 +146,12 @@ def classification_metrics(labels: np.ndarray, probs: np.ndarray) -> dict:
 @torch.no_grad()
 def predict_proba(model: AttentionClassifier, split: Split, *, batch_size: int = 256, device=None) -> np.ndarray:
     """Output distributions (N, C) for every instance of ``split``, in the split's order."""
-    device = next(model.parameters()).device if device is None else torch.device(device)
-    was_training = model.training
-    model.eval()
+    device = device_of(model) if device is None else torch.device(device)
     out = np.zeros((len(split), model.config.n_classes), dtype=np.float64)
-    for batch in split.batches(batch_size):
-        probs = model(batch.to(device)).probs
-        out[batch.index.numpy()] = probs.double().cpu().numpy()
-    model.train(was_training)
+    with eval_mode(model):
+        for batch in split.batches(batch_size):
+            probs = model(batch.to(device)).probs
+            out[batch.index.numpy()] = probs.double().cpu().numpy()
     return out
 
 
@@ -172,20 +170,18 @@ class Predictions:
 @torch.no_grad()
 def predict(model: AttentionClassifier, split: Split, *, batch_size: int = 256) -> Predictions:
     """Output distributions and attention (over real tokens) for every instance of ``split``."""
-    device = next(model.parameters()).device
-    was_training = model.training
-    model.eval()
+    device = device_of(model)
     probs = np.zeros((len(split), model.config.n_classes), dtype=np.float64)
     attention: list = [None] * len(split)
-    for batch in split.batches(batch_size):
-        out = model(batch.to(device))
-        idx = batch.index.numpy()
-        probs[idx] = out.probs.double().cpu().numpy()
-        alpha = out.attention.cpu().numpy()
-        mask = out.encoded.mask.cpu().numpy()
-        for row, i in enumerate(idx):  # ragged per-instance arrays: one cheap slice each
-            attention[i] = alpha[row][mask[row]]
-    model.train(was_training)
+    with eval_mode(model):
+        for batch in split.batches(batch_size):
+            out = model(batch.to(device))
+            idx = batch.index.numpy()
+            probs[idx] = out.probs.double().cpu().numpy()
+            alpha = out.attention.cpu().numpy()
+            mask = out.encoded.mask.cpu().numpy()
+            for row, i in enumerate(idx):  # ragged per-instance arrays: one cheap slice each
+                attention[i] = alpha[row][mask[row]]
     return Predictions(probs=probs, attention=attention)
 
 
@@ -220,7 +216,7 @@ def compare_models(model_a: AttentionClassifier, model_b: AttentionClassifier, s
     out = {k: np.zeros(n, dtype=np.float64) for k in ("attention_jsd", "output_tvd", "max_attention")}
     predicted = np.zeros(n, dtype=np.int64)
     same = np.zeros(n, dtype=bool)
-    device = next(model_b.parameters()).device
+    device = device_of(model_b)
     with eval_mode(model_a), eval_mode(model_b):
         for batch in split.batches(batch_size):
             batch = batch.to(device)
@@ -510,7 +506,7 @@ def fit(
     """
     from tqdm.auto import tqdm
 
-    device = next(model.parameters()).device
+    device = device_of(model)
     if device.type == "cpu":
         warn_if_unpinned("training")  # the book's models need the pinned kernels (attnlib.cpu)
     optimizer = make_optimizer(model, train_config)
@@ -591,8 +587,7 @@ def train_model(
     train_config = train_config or TrainConfig()
     if epochs is not None:
         train_config = TrainConfig(**{**asdict(train_config), "epochs": epochs})
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    seed = check_seed(seed)
     device = get_device(device)
 
     key = cache.cache_key(

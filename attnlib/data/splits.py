@@ -8,9 +8,34 @@ import numpy as np
 import pandas as pd
 
 from .batching import Batch, collate
-from .text import Vocabulary, _check_int
+from .text import Vocabulary
 
-__all__ = ["Split", "Dataset"]
+from .._checks import check_positive_int
+
+__all__ = ["Split", "Dataset", "stratified_positions"]
+
+
+def stratified_positions(labels: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+    """A seeded stratified sample: ``k`` positions of ``labels``, class shares kept, ascending.
+
+    Each class gets floor(k * share) places, and the largest remainders the leftover ones
+    (ties: the smaller class id); within a class the places go to a uniformly random choice
+    drawn from ``rng`` (one permutation per class, in class order). All of them when
+    ``k >= len(labels)``. The one stratified-subset rule of attnlib: data subsampling and
+    every experiment's ``max_instances`` use it.
+    """
+    labels = np.asarray(labels)
+    n = len(labels)
+    if k >= n:
+        return np.arange(n)
+    classes, counts = np.unique(labels, return_counts=True)
+    exact = k * counts / n
+    quota = np.floor(exact).astype(np.int64)
+    extra = k - int(quota.sum())
+    if extra:  # largest remainders first, ties by class
+        quota[np.lexsort((classes, -(exact - quota)))[:extra]] += 1
+    chosen = [rng.permutation(np.flatnonzero(labels == c))[:q] for c, q in zip(classes, quota)]
+    return np.sort(np.concatenate(chosen))
 
 
 @dataclass(repr=False, eq=False)
@@ -133,8 +158,8 @@ class Split:
 
     def batch_indices(self, batch_size: int = 32, *, shuffle: bool = False, seed: int = 0) -> list[np.ndarray]:
         """The row indices of each batch `batches` would yield, in the same order."""
-        _check_int("batch_size", batch_size, 1)
-        _check_int("seed", seed, 0)
+        check_positive_int(batch_size, "batch_size", minimum=1)
+        check_positive_int(seed, "seed", minimum=0)
         order = np.argsort(self.lengths(), kind="stable")
         chunks = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
         if shuffle:
@@ -155,7 +180,7 @@ class Split:
             yield self.batch(chunk)
 
     def n_batches(self, batch_size: int = 32) -> int:
-        _check_int("batch_size", batch_size, 1)
+        check_positive_int(batch_size, "batch_size", minimum=1)
         return -(-len(self) // batch_size)
 
 

@@ -42,7 +42,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .text import _check_int
+from .._checks import check_positive_int
+
 
 __all__ = [
     "POSITIVE_MARKERS",
@@ -103,11 +104,11 @@ def make_synthetic(
     ``max_majority``: the most majority-polarity markers in a sentence (the
     minority has fewer), so ``min_len`` must be at least ``2 * max_majority - 1``.
     """
-    _check_int("n", n, 2)
-    _check_int("min_len", min_len, 1)
-    _check_int("max_len", max_len, 1)
-    _check_int("max_majority", max_majority, 1)
-    _check_int("seed", seed, 0)
+    check_positive_int(n, "n", minimum=2)
+    check_positive_int(min_len, "min_len", minimum=1)
+    check_positive_int(max_len, "max_len", minimum=1)
+    check_positive_int(max_majority, "max_majority", minimum=1)
+    check_positive_int(seed, "seed", minimum=0)
     if max_len < min_len:
         raise ValueError(f"max_len ({max_len}) must be >= min_len ({min_len})")
     if min_len < 2 * max_majority - 1:
@@ -146,8 +147,8 @@ def needle_sentence(marker: str, length: int, *, seed: int = 0) -> list[str]:
     The probe of Chapter 6: how does a model's output change as one piece of evidence
     is diluted among more and more irrelevant words?
     """
-    _check_int("length", length, 1)
-    _check_int("seed", seed, 0)
+    check_positive_int(length, "length", minimum=1)
+    check_positive_int(seed, "seed", minimum=0)
     if marker not in MARKER_POLARITY:
         raise ValueError(f"marker must be one of the marker words {sorted(MARKER_POLARITY)}, got {marker!r}")
     rng = np.random.default_rng(seed)

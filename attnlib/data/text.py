@@ -33,6 +33,8 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from .._checks import check_positive_int
+
 __all__ = ["PAD", "UNK", "SOS", "EOS", "SPECIALS", "DIGIT_TOKEN", "tokenize", "Vocabulary"]
 
 PAD, UNK, SOS, EOS = 0, 1, 2, 3
@@ -164,7 +166,7 @@ def tokenize(text: str) -> list[str]:
 
 
 @contextlib.contextmanager
-def _gc_paused():
+def gc_paused():
     """Pause the cyclic garbage collector while building millions of small lists.
 
     The collector would otherwise re-scan the growing lists over and over,
@@ -179,7 +181,7 @@ def _gc_paused():
             gc.enable()
 
 
-class _Corpus:
+class Corpus:
     """Many tokenised documents stored flat: ``types[codes[offsets[i]:offsets[i+1]]]``.
 
     Internal, vectorised workhorse behind `load_dataset` and
@@ -197,7 +199,7 @@ class _Corpus:
 
     # -- construction -------------------------------------------------------
     @classmethod
-    def from_token_lists(cls, docs: Sequence[Sequence[str]]) -> "_Corpus":
+    def from_token_lists(cls, docs: Sequence[Sequence[str]]) -> "Corpus":
         docs = list(docs)
         for i, d in enumerate(docs):
             if isinstance(d, str) or not isinstance(d, Sequence):
@@ -218,13 +220,13 @@ class _Corpus:
         return cls(types, codes, offsets)
 
     @classmethod
-    def from_texts(cls, texts: Sequence[str]) -> "_Corpus":
+    def from_texts(cls, texts: Sequence[str]) -> "Corpus":
         """Tokenise many texts; empty results are allowed here (callers filter)."""
-        with _gc_paused():
+        with gc_paused():
             return cls._from_texts(texts)
 
     @classmethod
-    def _from_texts(cls, texts: Sequence[str]) -> "_Corpus":
+    def _from_texts(cls, texts: Sequence[str]) -> "Corpus":
         texts = list(texts)
         for i, t in enumerate(texts):
             if not isinstance(t, str):
@@ -364,11 +366,11 @@ class Vocabulary:
         never build a vocabulary from dev/test). ``max_size`` caps the number of
         non-special words, keeping the most frequent.
         """
-        _check_int("min_df", min_df, 1)
+        check_positive_int(min_df, "min_df", minimum=1)
         if max_size is not None:
-            _check_int("max_size", max_size, 0)
-        with _gc_paused():
-            corpus = _Corpus.from_token_lists(list(documents))
+            check_positive_int(max_size, "max_size", minimum=0)
+        with gc_paused():
+            corpus = Corpus.from_token_lists(list(documents))
             return cls._from_doc_freq(corpus.types, corpus.doc_freq(), min_df, max_size)
 
     @classmethod
@@ -425,7 +427,7 @@ class Vocabulary:
 
     def encode_many(self, documents: Sequence[Sequence[str]]) -> list[np.ndarray]:
         """`encode` for many token lists at once (vectorised)."""
-        corpus = _Corpus.from_token_lists(documents)
+        corpus = Corpus.from_token_lists(documents)
         lookup = self.lookup(corpus.types) if len(corpus.types) else np.empty(0, dtype=np.int64)
         return corpus.encode(np.arange(len(corpus)), lookup)
 
@@ -450,7 +452,3 @@ class Vocabulary:
         itos = self.itos
         return [itos[i] for i in arr.tolist()]
 
-
-def _check_int(name: str, value, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")

@@ -74,9 +74,9 @@ import pandas as pd
 import torch
 
 from .. import cache, metrics
-from .._checks import check_distribution, check_positive_number
+from .._checks import check_distribution, check_positive_number, check_seed
 from ..data import Dataset, Split, glove_embeddings
-from ..models import AttentionClassifier, eval_mode
+from ..models import AttentionClassifier, device_of, eval_mode
 from ..train import (
     Comparison,
     TrainConfig,
@@ -96,6 +96,7 @@ __all__ = [
     "AdversaryModel",
     "LambdaSweep",
     "adversarial_loss",
+    "attention_kl",
     "train_adversary",
     "lambda_sweep",
 ]
@@ -132,6 +133,19 @@ def _loss_terms(probs_a, probs_b, alpha_a, alpha_b, mask, lam: float):
     return output_tvd - lam * attention_kl, output_tvd, attention_kl
 
 
+def attention_kl(alpha_a, alpha_b, mask) -> torch.Tensor:
+    """KL(alpha_a || alpha_b) per instance over the real tokens (``mask``), the term W&P's loss weighs by lambda.
+
+    Natural logs; logs of values clamped at 1e-10 and masked positions excluded before the
+    log, so the value and its gradient are finite even with zeros at real tokens.
+    ``alpha_a``, ``alpha_b``: (B, T) distributions over the real tokens; ``mask`` (B, T) bool.
+    Returns (B,).
+    """
+    probs = torch.full((len(alpha_a), 2), 0.5, dtype=alpha_a.dtype, device=alpha_a.device)
+    _check_loss_inputs(probs, probs, alpha_a, alpha_b, mask)
+    return _loss_terms(probs, probs, alpha_a, alpha_b, mask, 0.0)[2]
+
+
 def adversarial_loss(probs_a, probs_b, alpha_a, alpha_b, mask, lam: float, *, check: bool = True) -> torch.Tensor:
     """W&P's per-instance adversarial loss, TVD(y_a, y_b) - lambda * KL(alpha_a || alpha_b).
 
@@ -152,27 +166,31 @@ def adversarial_loss(probs_a, probs_b, alpha_a, alpha_b, mask, lam: float, *, ch
     """
     lam = _check_lambda(lam)
     if check:
-        tensors = {"probs_a": probs_a, "probs_b": probs_b, "alpha_a": alpha_a, "alpha_b": alpha_b}
-        for name, t in tensors.items():
-            if not isinstance(t, torch.Tensor) or not t.is_floating_point() or t.ndim != 2:
-                raise ValueError(f"{name} must be a 2-d floating-point torch tensor")
-        if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
-            raise ValueError("mask must be a boolean torch tensor (True on the real tokens)")
-        if probs_a.shape != probs_b.shape:
-            raise ValueError(f"probs_a and probs_b must have the same shape, got {tuple(probs_a.shape)} and {tuple(probs_b.shape)}")
-        if not (alpha_a.shape == alpha_b.shape == mask.shape):
-            raise ValueError(
-                f"alpha_a, alpha_b and mask must have the same shape, got {tuple(alpha_a.shape)}, "
-                f"{tuple(alpha_b.shape)} and {tuple(mask.shape)}"
-            )
-        if alpha_a.shape[0] != probs_a.shape[0]:
-            raise ValueError(f"{probs_a.shape[0]} output rows but {alpha_a.shape[0]} attention rows")
-        if not bool(mask.any(-1).all()):
-            raise ValueError("every row of mask needs at least one real token")
-        for name, t in tensors.items():
-            m = mask if name.startswith("alpha") else None
-            check_distribution(t.detach().masked_fill(~mask, 0.0) if m is not None else t.detach(), name, m)
+        _check_loss_inputs(probs_a, probs_b, alpha_a, alpha_b, mask)
     return _loss_terms(probs_a, probs_b, alpha_a, alpha_b, mask, lam)[0]
+
+
+def _check_loss_inputs(probs_a, probs_b, alpha_a, alpha_b, mask) -> None:
+    tensors = {"probs_a": probs_a, "probs_b": probs_b, "alpha_a": alpha_a, "alpha_b": alpha_b}
+    for name, t in tensors.items():
+        if not isinstance(t, torch.Tensor) or not t.is_floating_point() or t.ndim != 2:
+            raise ValueError(f"{name} must be a 2-d floating-point torch tensor")
+    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
+        raise ValueError("mask must be a boolean torch tensor (True on the real tokens)")
+    if probs_a.shape != probs_b.shape:
+        raise ValueError(f"probs_a and probs_b must have the same shape, got {tuple(probs_a.shape)} and {tuple(probs_b.shape)}")
+    if not (alpha_a.shape == alpha_b.shape == mask.shape):
+        raise ValueError(
+            f"alpha_a, alpha_b and mask must have the same shape, got {tuple(alpha_a.shape)}, "
+            f"{tuple(alpha_b.shape)} and {tuple(mask.shape)}"
+        )
+    if alpha_a.shape[0] != probs_a.shape[0]:
+        raise ValueError(f"{probs_a.shape[0]} output rows but {alpha_a.shape[0]} attention rows")
+    if not bool(mask.any(-1).all()):
+        raise ValueError("every row of mask needs at least one real token")
+    for name, t in tensors.items():
+        m = mask if name.startswith("alpha") else None
+        check_distribution(t.detach().masked_fill(~mask, 0.0) if m is not None else t.detach(), name, m)
 
 
 # ----------------------------------------------------------------------------- results
@@ -292,8 +310,7 @@ def _validate(dataset, base, lam, seed, train_config, epochs):
     if len(dataset.train) == 0 or len(dataset.dev) == 0:
         raise ValueError("the dataset needs non-empty train and dev splits")
     lam = _check_lambda(lam)
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    seed = check_seed(seed)
     if train_config is not None and not isinstance(train_config, TrainConfig):
         raise ValueError(f"train_config must be an attnlib.train.TrainConfig, got {type(train_config).__name__}")
     train_config = train_config or TrainConfig()
@@ -333,7 +350,7 @@ def train_adversary(
     set, or a base without learned attention.
     """
     lam, seed, train_config = _validate(dataset, base, lam, seed, train_config, epochs)
-    device = next(base.model.parameters()).device
+    device = device_of(base.model)
     config = base.config
     base_state = _model_fingerprint(base.model)
     key = cache.cache_key(
@@ -399,7 +416,7 @@ def _fit_adversary(model, result, dataset, base, lam, init_seed, train_config, p
     """Train the adversary ``model`` against ``base`` (see :func:`train_adversary`); fill ``result``.
 
     Returns the kept epoch's state dict."""
-    device = next(model.parameters()).device
+    device = device_of(model)
     train_probs, train_alpha = _base_outputs(base.model, dataset.train, device)  # (N, C), (N, T_max)
     dev_probs, dev_alpha = _base_outputs(base.model, dataset.dev, device)
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .._checks import check_positive_int
+from .._checks import check_positive_int, check_seed
 from ..data import Dataset
 from ..models import ModelConfig
 from ..published import UNIFORM_F1, PAPER_DATASET
@@ -45,12 +45,6 @@ def _check_dataset(dataset) -> Dataset:
             f"dataset must be an attnlib.data.Dataset (see attnlib.data.load_dataset), got {type(dataset).__name__}"
         )
     return dataset
-
-
-def _check_seed(seed, name: str = "seed") -> int:
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"{name} must be a non-negative int, got {seed!r}")
-    return int(seed)
 
 
 def _published_f1(dataset: str, which: str) -> float:
@@ -112,7 +106,7 @@ def uniform_comparison(
     one (their models are BiLSTMs with tanh attention; NaN elsewhere).
     """
     _check_dataset(dataset)
-    seed = _check_seed(seed)
+    seed = check_seed(seed)
     if isinstance(encoders, str):
         encoders = (encoders,)
     encoders = tuple(encoders)
@@ -211,10 +205,10 @@ def seed_variance(
     of Chapter 5 (Wiegreffe & Pinter 2019, Sec. 4, Fig. 3).
     """
     _check_dataset(dataset)
-    base_seed = _check_seed(base_seed, "base_seed")
+    base_seed = check_seed(base_seed, "base_seed")
     if isinstance(seeds, (int, np.integer)):
         raise ValueError("seeds must be a sequence of ints, e.g. (1, 2, 3)")
-    seeds = tuple(_check_seed(s, "each seed") for s in seeds)
+    seeds = tuple(check_seed(s, "each seed") for s in seeds)
     if not seeds:
         raise ValueError("give at least one seed besides the base seed")
     if len(set(seeds)) != len(seeds):
@@ -286,7 +280,7 @@ def dilution_curve(models: dict, vocab, *, marker: str = "superb", lengths=range
     import torch
 
     from ..data import collate, needle_sentence
-    from ..models import AttentionClassifier, eval_mode
+    from ..models import AttentionClassifier, device_of, eval_mode
 
     if not models:
         raise ValueError("models must map at least one name to a model")
@@ -294,7 +288,7 @@ def dilution_curve(models: dict, vocab, *, marker: str = "superb", lengths=range
     if not lengths or min(lengths) < 1:
         raise ValueError("lengths must be a non-empty sequence of positive ints")
     check_positive_int(n_sentences, "n_sentences")
-    seed = _check_seed(seed)
+    seed = check_seed(seed)
     sentences = [needle_sentence(marker, n, seed=seed * 1_000_003 + 1000 * n + i) for n in lengths for i in range(n_sentences)]
     ids = [vocab.encode(s) for s in sentences]
     batch = collate(ids, labels=np.zeros(len(ids), dtype=np.int64))
@@ -307,7 +301,7 @@ def dilution_curve(models: dict, vocab, *, marker: str = "superb", lengths=range
         if not isinstance(model, AttentionClassifier):
             raise ValueError(f"models[{name!r}] must be an AttentionClassifier or a TrainedModel")
         with torch.no_grad(), eval_mode(model):
-            out = model(batch.to(next(model.parameters()).device))
+            out = model(batch.to(device_of(model)))
         p = out.probs[:, 1].double().cpu().numpy().reshape(len(lengths), n_sentences)
         on_marker = out.attention.double().cpu().numpy()[where].reshape(len(lengths), n_sentences)
         frames.append(pd.DataFrame({"model": name, "length": lengths, "p(positive)": p.mean(1), "sd": p.std(1),

@@ -38,10 +38,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .. import metrics
-from .._checks import check_positive_int, check_positive_number
-from ..data import Batch, Split
-from ..models import eval_mode, masked_softmax
+from .. import _runs, metrics
+from .._checks import check_positive_int, check_positive_number, check_seed
+from ..models import Site, interventions, masked_softmax
 
 __all__ = [
     "PermutationResult",
@@ -50,6 +49,7 @@ __all__ = [
     "adversarial_attention",
     "fraction_very_different",
     "bin_by_max_attention",
+    "select_within_eps",
     "VERY_DIFFERENT_JSD",
     "MAX_ATTENTION_BINS",
 ]
@@ -213,156 +213,21 @@ class AdversaryResult:
 
 
 # ----------------------------------------------------------------------------- helpers
-def _check_seed(seed) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
-    return int(seed)
+def select_within_eps(tvd, jsd, eps: float):
+    """J&W's selection: kept = TVD <= eps; the eps-max JSD over the kept candidates and alpha-hat (JSD 0).
 
-
-def _check_model(model) -> None:
-    for name in ("encode", "attend", "decode"):
-        if not callable(getattr(model, name, None)):
-            raise ValueError(
-                f"model must be an attnlib.models.AttentionClassifier (with encode/attend/decode), "
-                f"got {type(model).__name__}"
-            )
-
-
-def _device(model) -> torch.device:
-    try:
-        return next(model.parameters()).device
-    except (StopIteration, AttributeError):
-        return torch.device("cpu")
-
-
-def _stratified_rows(labels: np.ndarray, k: int, seed: int) -> np.ndarray:
-    """A seeded stratified sample of ``k`` row numbers (class shares kept), in ascending order."""
-    n = len(labels)
-    if k >= n:
-        return np.arange(n)
-    rng = np.random.default_rng(seed)
-    classes, counts = np.unique(labels, return_counts=True)
-    exact = k * counts / n
-    quota = np.floor(exact).astype(np.int64)
-    extra = k - int(quota.sum())
-    if extra:  # largest remainders first, ties by class
-        quota[np.lexsort((classes, -(exact - quota)))[:extra]] += 1
-    chosen = [rng.permutation(np.flatnonzero(labels == c))[:q] for c, q in zip(classes, quota)]
-    return np.sort(np.concatenate(chosen))
-
-
-def _take(batch: Batch, rows) -> Batch:
-    """Rows of a Batch, trimmed to their longest instance."""
-    rows = torch.as_tensor(np.asarray(rows), dtype=torch.long)
-    lengths = batch.lengths[rows]
-    T = int(lengths.max())
-    return Batch(
-        tokens=batch.tokens[rows, :T],
-        lengths=lengths,
-        mask=batch.mask[rows, :T],
-        labels=batch.labels[rows],
-        index=batch.index[rows],
-        rationale=None if batch.rationale is None else batch.rationale[rows, :T],
-    )
-
-
-def _instances(split_or_batch, max_instances, seed: int) -> Batch:
-    """All (or a seeded stratified ``max_instances``) instances as one padded CPU Batch."""
-    if max_instances is not None:
-        max_instances = check_positive_int(max_instances, "max_instances")
-    if isinstance(split_or_batch, Split):
-        if len(split_or_batch) == 0:
-            raise ValueError(f"split {split_or_batch.name!r} is empty")
-        rows = np.arange(len(split_or_batch))
-        if max_instances is not None:
-            rows = _stratified_rows(split_or_batch.labels, max_instances, seed)
-        return split_or_batch.batch(rows)
-    if isinstance(split_or_batch, Batch):
-        batch = split_or_batch.to("cpu")
-        if len(batch) == 0:
-            raise ValueError("the batch is empty")
-        if max_instances is not None and max_instances < len(batch):
-            batch = _take(batch, _stratified_rows(batch.labels.numpy(), max_instances, seed))
-        return batch
-    raise ValueError(
-        f"split_or_batch must be an attnlib.data.Split or Batch, got {type(split_or_batch).__name__}"
-    )
-
-
-def _chunks(
-    lengths: np.ndarray, rows: int, cost_per_instance, budget: int, chunk_size: int | None
-) -> list[np.ndarray]:
-    """Row numbers sorted by length, cut into consecutive chunks (length buckets).
-
-    ``chunk_size`` given: chunks of exactly that many rows (the last may be smaller).
-    Otherwise about ``rows`` rows per chunk, evened out (842 rows at 256 -> 4 x 210/211),
-    and never more than fit ``budget`` elements, where a row of a chunk padded to length
-    T costs ``cost_per_instance(T)`` (rows are sorted, so the chunk's last row sets T).
+    ``tvd``, ``jsd``: (N, K) arrays, each candidate's output change and JSD from alpha-hat.
+    Returns (kept (N, K) bool, eps_max_jsd (N,) >= 0, best (N,) the candidate's index, -1 where
+    it is alpha-hat itself).
     """
-    order = np.argsort(lengths, kind="stable")
-    if chunk_size is None:
-        chunk_size = -(-len(order) // -(-len(order) // rows))
-        limit_by_budget = True
-    else:
-        limit_by_budget = False
-    out, start = [], 0
-    while start < len(order):
-        stop = min(start + chunk_size, len(order))
-        if limit_by_budget:
-            while stop - start > 1 and (stop - start) * cost_per_instance(int(lengths[order[stop - 1]])) > budget:
-                stop -= 1
-        out.append(order[start:stop])
-        start = stop
-    return out
-
-
-def _real_span(mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """First real position and number of real tokens per row; checks that they are contiguous."""
-    n_real = mask.sum(-1)
-    first = mask.to(torch.int8).argmax(-1)
-    pos = torch.arange(mask.shape[-1], device=mask.device)
-    contiguous = (pos >= first[:, None]) & (pos < (first + n_real)[:, None])
-    if not torch.equal(contiguous, mask):
-        raise ValueError("the real tokens of each instance must be contiguous: <SOS> w1 ... wn <EOS> PAD ...")
-    return first, n_real
-
-
-def _permutation_sources(mask: torch.Tensor, n_permutations: int, rng: np.random.Generator) -> torch.Tensor:
-    """Random source positions (n, P, T): alpha_p[t] = alpha[src[p, t]] permutes only real tokens.
-
-    One sort of random integer keys per row, each key carrying its position in its low b
-    bits (T <= 2^b). With W-bit keys (W = 32, or 64 beyond 1,024 positions): positions
-    before the real tokens (<SOS>) get the key t; real tokens r * 2^(b+1) + 2^b + t with r
-    uniform in [0, 2^R), R = W - 2 - b; positions after them (<EOS>, padding)
-    2^(W-1) + t. Sorting puts <SOS> first, then the real positions in uniformly random
-    order, then <EOS> and padding in order, so ``sorted & (2^b - 1)`` is the identity off
-    the real tokens and a uniformly random permutation on them. (Equal r, probability
-    about n^2 / 2^(R+1) per row with R >= 20, fall back to position order: negligible.)
-    The r are bits of NumPy's PCG64 raw output, about 4x faster than ``torch.randint``;
-    sorting packed integers with NumPy is about 5x faster than an argsort of float keys.
-    Making the keys is most of the cost of a permutation test; the decode is the smaller part.
-    """
-    first, _ = _real_span(mask.cpu())
-    mask = mask.cpu().numpy()
-    n, T = mask.shape
-    b = max(1, (T - 1).bit_length())
-    dtype, width = (np.uint32, 32) if b <= 10 else (np.uint64, 64)
-    pos = np.arange(T, dtype=dtype)
-    count = n * n_permutations * T
-    keys = rng.bit_generator.random_raw(-(-count * width // 64)).view(dtype)[:count].reshape(n, n_permutations, T)
-    # per (row, position): which bits stay random (bits b+1 .. W-2 on real tokens, none
-    # elsewhere) and the bits to set; two in-place broadcasts over the P permutations
-    random_bits = np.where(mask, dtype(((1 << (width - 1)) - 1) & ~((2 << b) - 1)), dtype(0))  # (n, T)
-    after = pos | dtype(1 << (width - 1))
-    set_bits = np.where(mask, pos | dtype(1 << b), np.where(pos < first.numpy()[:, None], pos, after))
-    np.bitwise_and(keys, random_bits[:, None, :], out=keys)
-    np.bitwise_or(keys, set_bits[:, None, :], out=keys)
-    keys.sort(axis=-1)
-    return torch.from_numpy(np.bitwise_and(keys, (1 << b) - 1, dtype=np.int64))
+    tvd, jsd = np.asarray(tvd, dtype=np.float64), np.asarray(jsd, dtype=np.float64)
+    if tvd.ndim != 2 or tvd.shape != jsd.shape:
+        raise ValueError(f"tvd and jsd must be (N, K) arrays of one shape, got {tvd.shape} and {jsd.shape}")
+    return _select(tvd, jsd, check_positive_number(eps, "eps"))
 
 
 def _select(tvd: np.ndarray, jsd: np.ndarray, eps: float):
-    """kept = tvd <= eps; eps-max JSD over kept candidates and alpha-hat (JSD 0); its index (-1 = alpha-hat)."""
+    """:func:`select_within_eps` without checks."""
     kept = tvd <= eps
     masked = np.where(kept, jsd, -np.inf)
     best = masked.argmax(1) if masked.shape[1] else np.zeros(len(masked), dtype=np.int64)
@@ -390,11 +255,6 @@ def _loss_jsd(p: torch.Tensor, q: torch.Tensor, neg_entropy_p: torch.Tensor, neg
     return 0.5 * (neg_entropy_p + neg_entropy_q) - _xlogx(0.5 * (p + q)).sum(-1)
 
 
-def _instance_seed(seed: int, index: int) -> int:
-    """A seed for one instance, from the run's seed and the instance's position in its split."""
-    return int(np.random.SeedSequence([seed, int(index)]).generate_state(1, np.uint64)[0] >> 1)
-
-
 def _initial_logits(first, n_real, index, k: int, seed: int, init_noise: float, T: int) -> torch.Tensor:
     """J&W's start: log(uniform over the real tokens) + init_noise * N(0, 1), seeded per instance.
 
@@ -408,24 +268,24 @@ def _initial_logits(first, n_real, index, k: int, seed: int, init_noise: float, 
     g = torch.Generator()
     for i in range(n):  # set-up only (a few microseconds per instance), not the optimisation
         L, f = int(n_real[i]), int(first[i])
-        g.manual_seed(_instance_seed(seed, int(index[i])))
+        g.manual_seed(_runs.instance_seed(seed, int(index[i])))
         out[i, :, f : f + L] = -math.log(L) + init_noise * torch.randn(k, L, generator=g)
     return out
 
 
 # ----------------------------------------------------------------------------- permutation
-def _permutation_changes(model, hidden, mask, alpha, n_permutations: int, rng: np.random.Generator):
-    """The batched core of Alg. 2 for one chunk, h and alpha-hat given (no encoder).
+def _permutation_changes(model, state, n_permutations: int, rng: np.random.Generator):
+    """The batched core of Alg. 2 for one chunk's state (below the site, computed once).
 
     Returns TVD(y-hat, y-hat_p) (n, P), y-hat (n, C) and the source positions (n, P, T).
-    alpha-hat is decoded as row 0 next to the P permutations in ONE ``model.decode`` call
+    alpha-hat is decoded as row 0 next to the P permutations in ONE ``model.decode_at`` call
     with attention (n, 1 + P, T), so y-hat and the y-hat_p come from the same kernel.
     """
-    src = _permutation_sources(mask, n_permutations, rng)  # (n, P, T), CPU
-    n, T = alpha.shape
-    P = n_permutations
-    permuted = alpha.unsqueeze(1).expand(n, P, T).gather(-1, src.to(alpha.device))
-    probs, _ = model.decode(hidden, torch.cat([alpha.unsqueeze(1), permuted], 1))  # (n, 1 + P, C)
+    alpha = state.attention
+    src = interventions.permutation_sources(state.mask, n_permutations, rng)  # (n, P, T), CPU
+    permuted = interventions.permute_rows(alpha, src)
+    probs = model.decode_at(state, torch.cat([alpha.unsqueeze(1), permuted], 1))  # (n, 1 + P, C)
+    n, P = src.shape[:2]
     change = metrics.tvd(probs[:, 1:], probs[:, :1].expand(n, P, probs.shape[-1]), check=False)
     return change, probs[:, 0], src
 
@@ -437,8 +297,9 @@ def permute_attention(
     n_permutations: int = 100,
     seed: int = 0,
     max_instances: int | None = None,
-    batch_size: int | None = None,
+    chunk_size: int | None = None,
     keep_permutations: bool = False,
+    site: Site | None = None,
 ) -> PermutationResult:
     """Output change when attention is permuted among the real tokens (J&W 2019, Alg. 2).
 
@@ -454,50 +315,40 @@ def permute_attention(
     (:func:`bin_by_max_attention`).
 
     Args:
-        model: an :class:`attnlib.models.AttentionClassifier`; put in eval mode for the
-            call (restored after), no gradients.
+        model: any model that meets :class:`attnlib.models.protocol.InterventionModel`
+            (e.g. an :class:`attnlib.models.AttentionClassifier`); put in eval mode for
+            the call (restored after), no gradients.
         split_or_batch: a :class:`attnlib.data.Split` (all instances, or a seeded
             stratified ``max_instances``) or a :class:`attnlib.data.Batch`.
         n_permutations: P, J&W use 100.
         seed: seeds the permutations (one NumPy ``default_rng(seed)``) and the subsample.
-        batch_size: instances per tensor program; None (default): length buckets of
+        chunk_size: instances per tensor program; None (default): length buckets of
             about 128 sentences (fewer for long documents, by a memory budget).
             Instances are sorted by length and each chunk is padded to its longest. The
-            same arguments give the same permutations; another ``batch_size`` draws
+            same arguments give the same permutations; another ``chunk_size`` draws
             other (equally random) ones.
         keep_permutations: also return the permutations (N, P, T).
+        site: where to permute (None: the model's first site; J&W's classifier has one).
 
-    All permutations of all instances of a chunk go through ONE ``model.decode`` call
+    All permutations of all instances of a chunk go through ONE ``model.decode_at`` call
     with attention of shape (n, 1 + P, T) (alpha-hat itself is row 0, so y-hat and the
     y-hat_p come from the same kernel: an attention invariant to permutation, e.g.
     uniform, gives exactly 0).
     """
-    _check_model(model)
     P = check_positive_int(n_permutations, "n_permutations")
-    seed = _check_seed(seed)
-    if batch_size is not None:
-        batch_size = check_positive_int(batch_size, "batch_size")
-    batch = _instances(split_or_batch, max_instances, seed)
-    device = _device(model)
-    N, T_all = batch.tokens.shape
-    H = int(getattr(getattr(model, "config", None), "hidden_size", 256))
-    lengths = batch.lengths.numpy()
-    chunks = _chunks(lengths, _PERMUTATION_ROWS, lambda T: (P + 1) * (H + 4 * T), _PERMUTATION_BUDGET, batch_size)
-
-    rng = np.random.default_rng(seed)
-    all_tvd = np.empty((N, P), dtype=np.float64)
-    max_attention = np.empty(N, dtype=np.float64)
-    probs_out: np.ndarray | None = None
-    perms = np.broadcast_to(np.arange(T_all), (N, P, T_all)).copy() if keep_permutations else None
-    with eval_mode(model), torch.no_grad():
-        for rows in chunks:
-            encoded = model.encode(_take(batch, rows).to(device))
-            alpha = model.attend(encoded)  # (n, T)
-            change, y_hat, src = _permutation_changes(model, encoded.hidden, encoded.mask, alpha, P, rng)
+    rng = np.random.default_rng(check_seed(seed))
+    with _runs.experiment(model, split_or_batch, seed=seed, max_instances=max_instances, chunk_size=chunk_size,
+                          rows=_PERMUTATION_ROWS, cost=lambda T, H: (P + 1) * (H + 4 * T),
+                          budget=_PERMUTATION_BUDGET) as run, torch.no_grad():
+        N, T_all = run.batch.tokens.shape
+        all_tvd = np.empty((N, P), dtype=np.float64)
+        max_attention = np.empty(N, dtype=np.float64)
+        probs_out = np.empty((N, run.model.n_classes), dtype=np.float64)
+        perms = np.broadcast_to(np.arange(T_all), (N, P, T_all)).copy() if keep_permutations else None
+        for rows, _, state in run.states(site):
+            change, y_hat, src = _permutation_changes(run.model, state, P, rng)
             all_tvd[rows] = change.double().cpu().numpy()
-            max_attention[rows] = alpha.max(-1).values.double().cpu().numpy()
-            if probs_out is None:
-                probs_out = np.empty((N, y_hat.shape[-1]), dtype=np.float64)
+            max_attention[rows] = state.attention.max(-1).values.double().cpu().numpy()
             probs_out[rows] = y_hat.double().cpu().numpy()
             if perms is not None:
                 perms[rows, :, : src.shape[-1]] = src.numpy()
@@ -505,11 +356,11 @@ def permute_attention(
         median_tvd=np.median(all_tvd, axis=1),  # the mean of the middle two for even P, as np.median in J&W
         max_attention=max_attention,
         predicted=probs_out.argmax(-1),
-        labels=batch.labels.numpy().copy(),
-        indices=batch.index.numpy().copy(),
+        labels=run.labels,
+        indices=run.indices,
         all_tvd=all_tvd,
         probs=probs_out,
-        lengths=lengths - 2,
+        lengths=run.lengths,
         n_permutations=P,
         seed=seed,
         permutations=perms,
@@ -531,6 +382,7 @@ def adversarial_attention(
     max_instances: int | None = None,
     chunk_size: int | None = None,
     progress: bool = False,
+    site: Site | None = None,
 ) -> AdversaryResult:
     """Adversarial attention search (J&W 2019, Alg. 3, Eq. 1-2): k alphas that keep y-hat.
 
@@ -570,94 +422,87 @@ def adversarial_attention(
             the same result up to float rounding (about 1e-6), since every instance is
             seeded on its own and the loss is a sum of per-instance terms.
         progress: show a tqdm bar over the optimisation steps.
+        site: where to search (None: the model's first site), for any model that meets
+            :class:`attnlib.models.protocol.InterventionModel` with one attention row per
+            instance at that site.
 
     The model is put in eval mode (restored after); its parameters receive no
     gradient (only the attention logits are differentiated, with torch.autograd.grad).
     """
-    _check_model(model)
     eps = check_positive_number(eps, "eps")
     k = check_positive_int(k, "k")
     steps = check_positive_int(steps, "steps")
     lr = check_positive_number(lr, "lr")
     penalty = check_positive_number(penalty, "penalty", allow_zero=True)
     init_noise = check_positive_number(init_noise, "init_noise", allow_zero=True)
-    seed = _check_seed(seed)
-    if chunk_size is not None:
-        chunk_size = check_positive_int(chunk_size, "chunk_size")
-    batch = _instances(split_or_batch, max_instances, seed)
-    device = _device(model)
-    N, T_all = batch.tokens.shape
-    H = int(getattr(getattr(model, "config", None), "hidden_size", 256))
-    lengths = batch.lengths.numpy()
+    seed = check_seed(seed)
     n_pairs = k * (k - 1) // 2
-    chunks = _chunks(lengths, _ADVERSARY_ROWS, lambda T: T * (H + 8 * k + 8 * n_pairs), _ADVERSARY_BUDGET, chunk_size)
-    pair_i, pair_j = torch.triu_indices(k, k, offset=1, device=device)
-
-    candidates = np.zeros((N, k, T_all), dtype=np.float32)
-    alpha_all = np.zeros((N, T_all), dtype=np.float32)
-    tvd_all = np.empty((N, k), dtype=np.float64)
-    jsd_all = np.empty((N, k), dtype=np.float64)
-    probs_all: np.ndarray | None = None
-    cand_probs_all: np.ndarray | None = None
-
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=steps * len(chunks), desc="adversarial attention", unit="step", disable=not progress,
-               mininterval=1.0)  # one redraw a second at most (see attnlib.train.fit)
-    with eval_mode(model), bar:
-        for rows in chunks:
-            sub = _take(batch, rows).to(device)
-            with torch.no_grad():
-                encoded = model.encode(sub)
-                alpha_hat = model.attend(encoded)  # (n, T)
-                y_hat, _ = model.decode(encoded.hidden, alpha_hat)  # (n, C)
-            hidden = encoded.hidden.detach()
-            mask = encoded.mask
-            n, T = mask.shape
-            C = y_hat.shape[-1]
-            first, n_real = _real_span(mask.cpu())
-            logits = _initial_logits(first, n_real, sub.index.cpu(), k, seed, init_noise, T)
-            logits = logits.to(device=device, dtype=hidden.dtype).requires_grad_(True)
-            optimizer = torch.optim.Adam([logits], lr=lr, amsgrad=True)
-            mask3 = mask.unsqueeze(1)  # (n, 1, T)
-            hat3 = alpha_hat.unsqueeze(1).expand(n, k, T)
-            y_hat3 = y_hat.unsqueeze(1).expand(n, k, C)
-            hat_terms = _xlogx(alpha_hat).sum(-1, keepdim=True)  # (n, 1): sum alpha-hat log alpha-hat
+    with _runs.experiment(model, split_or_batch, seed=seed, max_instances=max_instances, chunk_size=chunk_size,
+                          rows=_ADVERSARY_ROWS, cost=lambda T, H: T * (H + 8 * k + 8 * n_pairs),
+                          budget=_ADVERSARY_BUDGET) as run:
+        model, device = run.model, run.device
+        N, T_all = run.batch.tokens.shape
+        C = model.n_classes
+        pair_i, pair_j = torch.triu_indices(k, k, offset=1, device=device)
+        candidates = np.zeros((N, k, T_all), dtype=np.float32)
+        alpha_all = np.zeros((N, T_all), dtype=np.float32)
+        tvd_all = np.empty((N, k), dtype=np.float64)
+        jsd_all = np.empty((N, k), dtype=np.float64)
+        probs_all = np.empty((N, C), dtype=np.float64)
+        cand_probs_all = np.empty((N, k, C), dtype=np.float64)
+        bar = tqdm(total=steps * len(run.chunks), desc="adversarial attention", unit="step", disable=not progress,
+                   mininterval=1.0)  # one redraw a second at most (see attnlib.train.fit)
+        with bar:
+            for rows, chunk, state in run.states(site):
+                alpha_hat, mask = state.attention, state.mask  # (n, T)
+                if alpha_hat.ndim != 2:
+                    raise ValueError(f"adversarial_attention searches one attention row per instance; the attention at "
+                                     f"{state.site} has shape {tuple(alpha_hat.shape)}")
+                with torch.no_grad():
+                    y_hat = model.decode_at(state, alpha_hat)  # (n, C)
+                n, T = mask.shape
+                first, n_real = interventions.real_span(mask.cpu())
+                logits = _initial_logits(first, n_real, chunk.index.cpu(), k, seed, init_noise, T)
+                logits = logits.to(device=device, dtype=alpha_hat.dtype).requires_grad_(True)
+                optimizer = torch.optim.Adam([logits], lr=lr, amsgrad=True)
+                mask3 = mask.unsqueeze(1)  # (n, 1, T)
+                hat3 = alpha_hat.unsqueeze(1).expand(n, k, T)
+                y_hat3 = y_hat.unsqueeze(1).expand(n, k, C)
+                hat_terms = _xlogx(alpha_hat).sum(-1, keepdim=True)  # (n, 1): sum alpha-hat log alpha-hat
 
-            for _ in range(steps):
-                attention = masked_softmax(logits, mask3)  # (n, k, T)
-                y, _ = model.decode(hidden, attention)  # (n, k, C)
-                output_change = metrics.tvd(y, y_hat3, check=False)  # (n, k)
-                terms = _xlogx(attention).sum(-1)  # (n, k)
-                to_hat = _loss_jsd(attention, hat3, terms, hat_terms)  # (n, k) JSD(alpha_i, alpha-hat)
-                loss = (penalty * torch.relu(output_change - eps) - to_hat).sum()
-                if n_pairs:  # JSD(alpha_i, alpha_j) for i < j; J&W's mean over all k^2 ordered pairs
-                    cross = _loss_jsd(attention[:, pair_i], attention[:, pair_j], terms[:, pair_i], terms[:, pair_j])
-                    loss = loss - cross.sum() * (2.0 / (k * k))
-                (grad,) = torch.autograd.grad(loss, [logits])
-                logits.grad = grad
-                optimizer.step()
-                bar.update(1)
+                for _ in range(steps):
+                    attention = masked_softmax(logits, mask3)  # (n, k, T)
+                    y = model.decode_at(state, attention)  # (n, k, C)
+                    output_change = metrics.tvd(y, y_hat3, check=False)  # (n, k)
+                    terms = _xlogx(attention).sum(-1)  # (n, k)
+                    to_hat = _loss_jsd(attention, hat3, terms, hat_terms)  # (n, k) JSD(alpha_i, alpha-hat)
+                    loss = (penalty * torch.relu(output_change - eps) - to_hat).sum()
+                    if n_pairs:  # JSD(alpha_i, alpha_j) for i < j; J&W's mean over all k^2 ordered pairs
+                        cross = _loss_jsd(attention[:, pair_i], attention[:, pair_j], terms[:, pair_i], terms[:, pair_j])
+                        loss = loss - cross.sum() * (2.0 / (k * k))
+                    (grad,) = torch.autograd.grad(loss, [logits])
+                    logits.grad = grad
+                    optimizer.step()
+                    bar.update(1)
 
-            with torch.no_grad():
-                attention = masked_softmax(logits, mask3)
-                y, _ = model.decode(hidden, attention)
-                tvd_all[rows] = metrics.tvd(y, y_hat3, check=False).double().cpu().numpy()
-                jsd_all[rows] = metrics.jsd(attention, hat3, check=False).double().cpu().numpy()
-                candidates[rows, :, :T] = attention.float().cpu().numpy()
-                alpha_all[rows, :T] = alpha_hat.float().cpu().numpy()
-                if probs_all is None:
-                    probs_all = np.empty((N, C), dtype=np.float64)
-                    cand_probs_all = np.empty((N, k, C), dtype=np.float64)
-                probs_all[rows] = y_hat.double().cpu().numpy()
-                cand_probs_all[rows] = y.double().cpu().numpy()
+                with torch.no_grad():
+                    attention = masked_softmax(logits, mask3)
+                    y = model.decode_at(state, attention)
+                    tvd_all[rows] = metrics.tvd(y, y_hat3, check=False).double().cpu().numpy()
+                    jsd_all[rows] = metrics.jsd(attention, hat3, check=False).double().cpu().numpy()
+                    candidates[rows, :, :T] = attention.float().cpu().numpy()
+                    alpha_all[rows, :T] = alpha_hat.float().cpu().numpy()
+                    probs_all[rows] = y_hat.double().cpu().numpy()
+                    cand_probs_all[rows] = y.double().cpu().numpy()
 
     kept, eps_max, best = _select(tvd_all, jsd_all, eps)
     return AdversaryResult(
         eps=eps,
         search_eps=eps,
         candidates=candidates,
-        mask=batch.mask.numpy().copy(),
+        mask=run.batch.mask.numpy().copy(),
         alpha=alpha_all,
         tvd=tvd_all,
         jsd=jsd_all,
@@ -668,9 +513,9 @@ def adversarial_attention(
         candidate_probs=cand_probs_all,
         max_attention=alpha_all.max(1).astype(np.float64),
         predicted=probs_all.argmax(-1),
-        labels=batch.labels.numpy().copy(),
-        indices=batch.index.numpy().copy(),
-        lengths=lengths - 2,
+        labels=run.labels,
+        indices=run.indices,
+        lengths=run.lengths,
         settings={"k": k, "steps": steps, "lr": lr, "penalty": penalty, "init_noise": init_noise, "seed": seed},
     )
 

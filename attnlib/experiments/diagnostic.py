@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 
 from .. import published as _published
+from .._checks import check_seed
 from ..data import Dataset
 from ..models import AttentionClassifier, ModelConfig
 from ..train import TrainConfig, TrainedModel, predict, train_model, train_models
@@ -215,8 +216,7 @@ def _check_seeds(seeds) -> tuple[int, ...]:
     if not seeds:
         raise ValueError("seeds must be a non-empty sequence of non-negative ints, e.g. (0, 1, 2)")
     for s in seeds:
-        if isinstance(s, bool) or not isinstance(s, numbers.Integral) or s < 0:
-            raise ValueError(f"seeds must be non-negative ints, got {s!r}")
+        check_seed(s, "seeds")
     if len(set(seeds)) != len(seeds):
         raise ValueError(f"seeds must be distinct (a repeated seed trains the same model twice), got {seeds!r}")
     return tuple(int(s) for s in seeds)

@@ -45,11 +45,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .. import metrics
-from .._checks import check_finite, check_positive_int
-from .counterfactual import _check_seed, _chunks, _device, _instances, _take
-from .importance import _check_model
-from ..models import AttentionClassifier, eval_mode
+from .. import _runs, metrics
+from .._checks import check_finite
+from ..models import Site, SiteState, check_model, interventions
 
 __all__ = [
     "RANKINGS",
@@ -66,7 +64,7 @@ __all__ = [
 #: Orders in which :func:`ranked_removal` erases weights (Serrano & Smith 2019).
 RANKINGS = ("attention", "random", "gradient", "attention_x_gradient")
 
-# Length buckets (see attnlib.counterfactual._chunks): about this many instances per
+# Length buckets (see attnlib._runs.chunks): about this many instances per
 # tensor program, fewer when one would exceed the budget in tensor elements. Ranked
 # removal builds (n, R (T - 1), T) attention candidates per bucket, so long documents get
 # small buckets.
@@ -226,14 +224,6 @@ class RankedRemovalResult:
 # ----------------------------------------------------------------------------- helpers
 
 
-def _check_own_attention(model: AttentionClassifier) -> None:
-    if model.config.attention == "given":
-        raise ValueError(
-            "erasure removes the model's own attention weights; a model with attention='given' has none "
-            "(its batches carry the attention)"
-        )
-
-
 def _check_rankings(rankings) -> tuple:
     if isinstance(rankings, str):
         rankings = (rankings,)
@@ -257,71 +247,31 @@ def _ranking_column(rankings: tuple, ranking: str) -> int:
     return rankings.index(ranking)
 
 
-_MASK64 = (1 << 64) - 1
-
-
-def _mix(z: np.ndarray) -> np.ndarray:
-    """SplitMix64's finaliser, elementwise on uint64 (wrapping arithmetic)."""
-    with np.errstate(over="ignore"):
-        z = z + np.uint64(0x9E3779B97F4A7C15)
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
-
-
-def _uniform(seed: int, stream: int, index: torch.Tensor, T: int) -> torch.Tensor:
-    """Uniform [0, 1) numbers (n, T), float64: a counter-based generator keyed by (seed, stream, index, t).
-
-    Each instance gets its own stream from (seed, its split index), and token position t
-    indexes into it, so the numbers do not depend on which instances share a tensor or
-    how far they are padded. Vectorised: no loop over instances.
-    """
-    key = _mix(_mix(np.asarray([seed & _MASK64], dtype=np.uint64)) ^ np.uint64(stream))  # (1,)
-    per_instance = _mix(key ^ index.cpu().numpy().astype(np.uint64))  # (n,)
-    bits = _mix(per_instance[:, None] ^ _mix(np.arange(T, dtype=np.uint64))[None, :])  # (n, T)
-    return torch.from_numpy((bits >> np.uint64(11)).astype(np.float64) * 2.0**-53)
-
-
-def _renormalised(attention: torch.Tensor, mask: torch.Tensor, remove: torch.Tensor):
-    """alpha' (…, T) and its pre-normalisation mass (…, 1): erase ``remove``, renormalise over the rest.
-
-    ``attention`` and ``mask`` are (n, T); ``remove`` is (n, T) or (n, K, T). Rows that keep
-    no mass are left at 0 (callers check the mass).
-    """
-    kept = attention * mask
-    if remove.ndim == 3:
-        kept = kept.unsqueeze(1)
-    # One new (n, K, T) tensor, divided in place: on CPU every fresh tensor of this size
-    # costs page faults comparable to the arithmetic itself.
-    kept = torch.where(remove, torch.zeros((), dtype=kept.dtype, device=kept.device), kept)
-    total = kept.sum(-1, keepdim=True)
-    return kept.div_(torch.where(total > 0, total, torch.ones_like(total))), total
-
-
-def _decode_with_gradient(model: AttentionClassifier, hidden: torch.Tensor, alpha: torch.Tensor):
-    """y-hat (n, C) and d y-hat_c / d alpha_t (n, T), c the predicted class, h fixed: one backward."""
+def _decode_with_gradient(model, state: SiteState):
+    """y-hat (n, C) and d y-hat_c / d alpha_t (n, T), c the predicted class, the state below fixed: one backward."""
     with torch.enable_grad():
-        a = alpha.detach().requires_grad_(True)
-        probs, _ = model.decode(hidden.detach(), a)
+        a = state.attention.detach().requires_grad_(True)
+        probs = model.decode_at(state, a)
         predicted = probs.detach().argmax(-1, keepdim=True)
         # Instances are independent in decode, so d(sum_b y-hat_b) / d alpha_bt = d y-hat_b / d alpha_bt.
         (grad,) = torch.autograd.grad(probs.gather(1, predicted).sum(), a)
     return probs.detach(), grad
 
 
-def _ranking_scores(model, hidden, mask, alpha, index, rankings: tuple, seed: int):
+def _ranking_scores(model, state: SiteState, index, rankings: tuple, seed: int):
     """y-hat (n, C) and the score of every token under every ranking (n, R, T); erasure goes by descending score."""
+    alpha = state.attention
     needs_gradient = any(r in ("gradient", "attention_x_gradient") for r in rankings)
     if needs_gradient:
-        y_hat, grad = _decode_with_gradient(model, hidden, alpha)
+        y_hat, grad = _decode_with_gradient(model, state)
     else:
-        y_hat, _ = model.decode(hidden, alpha)
+        y_hat = model.decode_at(state, alpha)
     scores = []
     for name in rankings:  # at most 4 names, each a whole-tensor expression
         if name == "attention":
             scores.append(alpha)
         elif name == "random":
-            scores.append(_uniform(seed, _STREAM_RANKING, index, alpha.shape[-1]).to(alpha.device))
+            scores.append(_runs.instance_uniform(seed, _STREAM_RANKING, index, alpha.shape[-1]).to(alpha.device))
         elif name == "gradient":
             scores.append(grad)
         else:
@@ -381,7 +331,7 @@ def erased_attention(attention: torch.Tensor, mask: torch.Tensor, remove: torch.
         weight (nothing is left to renormalise).
     """
     _check_erase_inputs(mask, attention, remove)
-    weights, total = _renormalised(attention, mask, remove)
+    weights, total = interventions.erase_rows(attention, mask, remove)
     empty = total.squeeze(-1) <= 0
     if bool(empty.any()):
         raise ValueError(
@@ -391,47 +341,36 @@ def erased_attention(attention: torch.Tensor, mask: torch.Tensor, remove: torch.
     return weights
 
 
-def erase(
-    model, hidden: torch.Tensor, mask: torch.Tensor, attention: torch.Tensor, remove: torch.Tensor
-) -> torch.Tensor:
-    """Output distributions after erasing attention weights, h fixed (Serrano & Smith 2019).
+def erase(model, state: SiteState, remove: torch.Tensor, *, attention: torch.Tensor | None = None) -> torch.Tensor:
+    """Output distributions after erasing attention weights at a site, the layers below fixed (Serrano & Smith 2019).
 
     y' = decode(h, alpha'), alpha'_t = alpha_t [t kept] / sum_s alpha_s [s kept]: the
-    chosen weights are set to 0 and the rest renormalised to sum to 1 over the real
-    tokens (see :func:`erased_attention`).
+    chosen weights of the model's own attention are set to 0 and the rest renormalised to
+    sum to 1 over the real tokens (see :func:`erased_attention`).
 
     Args:
-        model: an :class:`attnlib.models.AttentionClassifier` (only its decoder runs).
-        hidden: h (B, T, H), e.g. ``model.encode(batch).hidden``.
-        mask: (B, T) bool, the real tokens (``Encoded.mask``).
-        attention: alpha (B, T), e.g. ``model.attend(encoded)``.
+        model: any model that meets :class:`attnlib.models.protocol.InterventionModel`
+            (e.g. an :class:`attnlib.models.AttentionClassifier`); only the part above the
+            site runs.
+        state: ``model.site_state(batch)``: the hidden states and attention alpha (B, T).
         remove: (B, T) bool, or (B, K, T) for K erasures per instance decoded at once.
+        attention: erase from these weights (B, T) instead of the model's own (non-negative,
+            0 off the real tokens).
 
     Returns:
         y' (B, C), or (B, K, C) for a (B, K, T) ``remove``. Differentiable; no grad mode or
-        train/eval mode is changed (the decoder is deterministic).
+        train/eval mode is changed.
 
     Raises:
-        ValueError: for mismatched shapes or dtypes, attention that is negative, not finite
-        or non-zero off the real tokens, or a row of ``remove`` that leaves no real token
-        with positive weight.
+        ValueError: for mismatched shapes or dtypes, or a row of ``remove`` that leaves no
+        real token with positive weight.
     """
-    model = _check_model(model)
-    _check_erase_inputs(mask, attention, remove)
-    H = model.config.hidden_size
-    if (
-        not isinstance(hidden, torch.Tensor)
-        or hidden.ndim != 3
-        or not hidden.is_floating_point()
-        or hidden.shape[-1] != H
-    ):
-        got = f"{hidden.dtype} {tuple(hidden.shape)}" if isinstance(hidden, torch.Tensor) else type(hidden).__name__
-        raise ValueError(f"hidden must be a float tensor (B, T, {H}) (the model's H), got {got}")
-    if hidden.shape[:2] != attention.shape:
-        raise ValueError(f"hidden {tuple(hidden.shape)} and attention {tuple(attention.shape)} must agree on (B, T)")
-    weights = erased_attention(attention, mask, remove)
-    probs, _ = model.decode(hidden, weights.to(hidden.dtype))
-    return probs
+    model = check_model(model)
+    if not isinstance(state, SiteState):
+        raise ValueError(f"state must be a SiteState (model.site_state(batch)), got {type(state).__name__}")
+    alpha = state.attention if attention is None else attention
+    weights = erased_attention(alpha, state.mask, remove)
+    return model.decode_at(state, weights.to(state.attention.dtype))
 
 
 # ----------------------------------------------------------------------------- single weight
@@ -442,6 +381,7 @@ def single_weight(
     max_instances: int | None = None,
     seed: int = 0,
     chunk_size: int | None = None,
+    site: Site | None = None,
 ) -> SingleWeightResult:
     """Erase the top attention weight vs a random one and compare the outputs (Serrano & Smith 2019).
 
@@ -456,54 +396,42 @@ def single_weight(
     small, and single erasures rarely flip a decision (:func:`flip_summary`).
 
     Args:
-        model: an :class:`attnlib.models.AttentionClassifier` (eval mode for the call,
-            restored after; no gradients).
+        model: any model that meets :class:`attnlib.models.protocol.InterventionModel`, with
+            attention of its own (e.g. an :class:`attnlib.models.AttentionClassifier`; eval
+            mode for the call, restored after; no gradients).
         split_or_batch: a :class:`attnlib.data.Split` or :class:`attnlib.data.Batch`.
         max_instances: with a Split, a seeded stratified subsample of this size (before
             excluding instances with a single real token).
         seed: seeds the random token r (per instance: (seed, split index)) and the subsample.
         chunk_size: instances per tensor program; None (default): length buckets of about
             256 instances. Any value gives the same result (up to float rounding).
+        site: where to erase (None: the model's first site).
 
     Instances with one real token have no other token to erase; they (and any whose
     weight outside i* is exactly 0 in floating point) are left out and listed in
     ``result.excluded``.
     """
-    model = _check_model(model)
-    _check_own_attention(model)
-    seed = _check_seed(seed)
-    if chunk_size is not None:
-        chunk_size = check_positive_int(chunk_size, "chunk_size")
-    batch = _instances(split_or_batch, max_instances, seed)
-    device = _device(model)
-    N = len(batch)
-    H = model.config.hidden_size
-    lengths = batch.lengths.numpy()
-    chunks = _chunks(lengths, _SINGLE_ROWS, lambda T: T * (H + 16), _BUDGET, chunk_size)
-
-    C = model.config.n_classes
-    probs = np.empty((N, 3, C), dtype=np.float64)  # y-hat, y'_top, y'_random
-    weights = np.empty((N, 2), dtype=np.float64)
-    tokens = np.empty((N, 2), dtype=np.int64)
-    usable = np.empty(N, dtype=bool)
-    with eval_mode(model), torch.no_grad():
-        for rows in chunks:
-            sub = _take(batch, rows)
-            encoded = model.encode(sub.to(device))
-            alpha = model.attend(encoded)  # (n, T)
-            mask = encoded.mask
-            n, T = mask.shape
-            y_hat, _ = model.decode(encoded.hidden, alpha)  # (n, C)
+    with _runs.experiment(model, split_or_batch, seed=seed, max_instances=max_instances, chunk_size=chunk_size,
+                          rows=_SINGLE_ROWS, cost=lambda T, H: T * (H + 16), budget=_BUDGET) as run, torch.no_grad():
+        model, seed, N, C = run.model, run.seed, len(run), run.model.n_classes
+        probs = np.empty((N, 3, C), dtype=np.float64)  # y-hat, y'_top, y'_random
+        weights = np.empty((N, 2), dtype=np.float64)
+        tokens = np.empty((N, 2), dtype=np.int64)
+        usable = np.empty(N, dtype=bool)
+        for rows, chunk, state in run.states(site):
+            alpha, mask = state.attention, state.mask  # (n, T)
+            T = mask.shape[-1]
+            y_hat = model.decode_at(state, alpha)  # (n, C)
             top = alpha.argmax(-1)  # (n,)
-            positions = torch.arange(T, device=device)
+            positions = torch.arange(T, device=run.device)
             is_top = positions == top[:, None]  # (n, T)
-            u = _uniform(seed, _STREAM_SINGLE, sub.index, T).to(device)
+            u = _runs.instance_uniform(seed, _STREAM_SINGLE, chunk.index, T).to(run.device)
             rand = u.masked_fill(~mask | is_top, -1.0).argmax(-1)  # uniform over the other real tokens
             is_rand = positions == rand[:, None]
             remove = torch.stack([is_top, is_rand], 1)  # (n, 2, T)
-            erased, total = _renormalised(alpha, mask, remove)
+            erased, total = interventions.erase_rows(alpha, mask, remove)
             ok = (mask.sum(-1) >= 2) & (total[:, 0, 0] > 0)
-            y_erased, _ = model.decode(encoded.hidden, erased)  # (n, 2, C): one call for both erasures
+            y_erased = model.decode_at(state, erased)  # (n, 2, C): one call for both erasures
             probs[rows, 0] = y_hat.double().cpu().numpy()
             probs[rows, 1:] = y_erased.double().cpu().numpy()
             weights[rows] = alpha.gather(1, torch.stack([top, rand], 1)).double().cpu().numpy()
@@ -511,7 +439,7 @@ def single_weight(
             tokens[rows] = torch.stack([top - first, rand - first], 1).cpu().numpy()
             usable[rows] = ok.cpu().numpy()
 
-    indices = batch.index.numpy()
+    indices = run.indices
     if not usable.any():
         raise ValueError(
             "no instance can be used: single-weight erasure needs at least 2 real tokens with weight left "
@@ -534,16 +462,16 @@ def single_weight(
         probs_top=y_top,
         probs_random=y_rand,
         predicted=predicted,
-        labels=batch.labels.numpy()[keep],
+        labels=run.labels[keep],
         indices=indices[keep],
-        lengths=lengths[keep] - 2,
+        lengths=run.lengths[keep],
         excluded=indices[~keep],
         seed=seed,
     )
 
 
 # ----------------------------------------------------------------------------- ranked removal
-def _first_flips(model, hidden, mask, alpha, y_hat, ranks):
+def _first_flips(model, state: SiteState, y_hat, ranks):
     """Tokens erased at the first flip (n, R), 0 where none flips: every prefix of every ranking in ONE decode.
 
     Candidate (r, k) erases the k top-ranked real tokens of ranking r, k = 1 .. T_max - 1,
@@ -551,14 +479,15 @@ def _first_flips(model, hidden, mask, alpha, y_hat, ranks):
     instance's tokens (k >= its T), or leave no positive weight, never count as flips.
     """
     n, R, T = ranks.shape
+    alpha, mask = state.attention, state.mask
     n_real = mask.sum(-1)  # (n,)
     K = int(n_real.max()) - 1
     if K < 1:
         return torch.zeros(n, R, dtype=torch.long, device=mask.device)
     k = torch.arange(1, K + 1, device=mask.device)
     remove = ranks.unsqueeze(2) < k[:, None]  # (n, R, K, T): prefix k of each ranking
-    weights, total = _renormalised(alpha, mask, remove.reshape(n, R * K, T))
-    probs, _ = model.decode(hidden, weights)  # (n, R K, C)
+    weights, total = interventions.erase_rows(alpha, mask, remove.reshape(n, R * K, T))
+    probs = model.decode_at(state, weights)  # (n, R K, C)
     valid = total.reshape(n, R, K) > 0  # (n, R, K); erasing all of an instance's T tokens (k >= T) leaves 0
     flips = (probs.argmax(-1).reshape(n, R, K) != y_hat.argmax(-1)[:, None, None]) & valid
     first = flips.to(torch.int8).argmax(-1) + 1  # (n, R): the first flipping k
@@ -573,6 +502,7 @@ def ranked_removal(
     max_instances: int | None = None,
     seed: int = 0,
     chunk_size: int | None = None,
+    site: Site | None = None,
 ) -> RankedRemovalResult:
     """Erase attention weights in ranked order until the decision flips (Serrano & Smith 2019).
 
@@ -594,8 +524,9 @@ def ranked_removal(
     decisions flip only after a large share of the weights is gone, or never.
 
     Args:
-        model: an :class:`attnlib.models.AttentionClassifier` (eval mode for the call,
-            restored after; its parameters get no gradient).
+        model: any model that meets :class:`attnlib.models.protocol.InterventionModel`, with
+            attention of its own (eval mode for the call, restored after; its parameters get
+            no gradient).
         split_or_batch: a :class:`attnlib.data.Split` or :class:`attnlib.data.Batch`.
         rankings: names from :data:`RANKINGS` (a subset, in any order).
         max_instances: with a Split, a seeded stratified subsample of this size (before
@@ -604,51 +535,33 @@ def ranked_removal(
         chunk_size: instances per tensor program; None (default): length buckets of about
             256 instances, fewer for long documents (a memory budget on the
             (n, R (T - 1), T) candidates). Any value gives the same result.
+        site: where to erase (None: the model's first site).
 
     Per bucket, all R (T - 1) erasures of all its instances are decoded in ONE
     ``model.decode`` call: no loop over instances or over k. Instances with one real
     token cannot lose a token and keep one; they are left out, listed in ``excluded``.
     """
-    model = _check_model(model)
-    _check_own_attention(model)
     rankings = _check_rankings(rankings)
-    seed = _check_seed(seed)
-    if chunk_size is not None:
-        chunk_size = check_positive_int(chunk_size, "chunk_size")
-    batch = _instances(split_or_batch, max_instances, seed)
-    short = (batch.lengths - 2).numpy() < 2
-    excluded = batch.index.numpy()[short]
-    if short.all():
-        raise ValueError("no instance has 2 or more real tokens: ranked removal erases tokens while keeping one")
-    if short.any():
-        batch = _take(batch, np.flatnonzero(~short))
-    device = _device(model)
-    N, T_all = batch.tokens.shape
     R = len(rankings)
-    H = model.config.hidden_size
-    lengths = batch.lengths.numpy()
-    chunks = _chunks(lengths, _RANKED_ROWS, lambda T: T * (H + 3 * R * T), _BUDGET, chunk_size)
-
-    C = model.config.n_classes
-    probs = np.empty((N, C), dtype=np.float64)
-    n_removed = np.empty((N, R), dtype=np.int64)
-    ranks_all = np.full((N, R, T_all), -1, dtype=np.int32)
-    with eval_mode(model), torch.no_grad():
-        for rows in chunks:
-            sub = _take(batch, rows)
-            encoded = model.encode(sub.to(device))
-            alpha = model.attend(encoded)  # (n, T)
-            mask = encoded.mask
-            y_hat, scores = _ranking_scores(model, encoded.hidden, mask, alpha, sub.index, rankings, seed)
+    with _runs.experiment(model, split_or_batch, seed=seed, max_instances=max_instances, chunk_size=chunk_size,
+                          rows=_RANKED_ROWS, cost=lambda T, H: T * (H + 3 * R * T), budget=_BUDGET,
+                          min_tokens=2) as run, torch.no_grad():
+        model, seed, N, T_all = run.model, run.seed, len(run), run.batch.tokens.shape[1]
+        probs = np.empty((N, model.n_classes), dtype=np.float64)
+        n_removed = np.empty((N, R), dtype=np.int64)
+        ranks_all = np.full((N, R, T_all), -1, dtype=np.int32)
+        for rows, chunk, state in run.states(site):
+            mask = state.mask
+            y_hat, scores = _ranking_scores(model, state, chunk.index, rankings, seed)
             ranks = _ranks(scores, mask)  # (n, R, T)
-            first = _first_flips(model, encoded.hidden, mask, alpha, y_hat, ranks)
+            first = _first_flips(model, state, y_hat, ranks)
             probs[rows] = y_hat.double().cpu().numpy()
             n_removed[rows] = first.cpu().numpy()
             T = mask.shape[-1]
             ranks_all[rows, :, :T] = ranks.masked_fill(~mask.unsqueeze(1), -1).cpu().numpy()
 
     flipped = n_removed > 0
-    real = (lengths - 2)[:, None]
+    real = run.lengths[:, None]
     return RankedRemovalResult(
         rankings=rankings,
         flipped=flipped,
@@ -657,10 +570,10 @@ def ranked_removal(
         ranks=ranks_all,
         probs=probs,
         predicted=probs.argmax(-1),
-        labels=batch.labels.numpy().copy(),
-        indices=batch.index.numpy().copy(),
-        lengths=lengths - 2,
-        excluded=excluded,
+        labels=run.labels,
+        indices=run.indices,
+        lengths=run.lengths,
+        excluded=run.excluded,
         seed=seed,
     )
 

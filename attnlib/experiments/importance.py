@@ -32,14 +32,14 @@ its previous mode.
 from __future__ import annotations
 
 import numbers
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 import torch
 
-from .._checks import check_positive_int
+from .. import _runs
+from .._checks import check_bool, check_positive_int
 from ..data import EOS, PAD, SOS, UNK, Batch, Split
 from ..metrics import kendall_tau, tvd
 from ..models import AttentionClassifier, Encoded, eval_mode, real_token_mask
@@ -63,6 +63,11 @@ ALPHA_LEVEL = 0.05
 
 #: Default bound on the tokens (rows x padded width) of one leave-one-out forward pass.
 MAX_TOKENS = 65_536
+# ... and on its rows (perturbed sequences).
+_MAX_ROWS = 4096
+# importance(): about this many instances per length bucket, fewer where (n, T, H) would pass the budget.
+_IMPORTANCE_ROWS = 64
+_IMPORTANCE_BUDGET = 2**24
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -75,12 +80,6 @@ def _check_model(model) -> AttentionClassifier:
             f"got {type(model).__name__}"
         )
     return model
-
-
-def _check_bool(x, name: str) -> bool:
-    if not isinstance(x, (bool, np.bool_)):
-        raise ValueError(f"{name} must be True or False, got {x!r}")
-    return bool(x)
 
 
 def _batch_tokens(model: AttentionClassifier, batch) -> torch.Tensor:
@@ -169,7 +168,7 @@ def gradient_importance(model, batch, *, detach_attention: bool = True) -> torch
         (a row whose gradients are all exactly 0 gets uniform importance).
     """
     model = _check_model(model)
-    detach_attention = _check_bool(detach_attention, "detach_attention")
+    detach_attention = check_bool(detach_attention, "detach_attention")
     tokens = _batch_tokens(model, batch)
     with eval_mode(model):
         g, _, _ = _gradient(model, tokens, detach_attention)
@@ -179,7 +178,7 @@ def gradient_importance(model, batch, *, detach_attention: bool = True) -> torch
 # ----------------------------------------------------------------------------- leave-one-out
 
 
-def _check_loo_args(model: AttentionClassifier, mode, replacement, max_rows, max_tokens):
+def _check_loo_args(model: AttentionClassifier, mode, replacement, max_tokens):
     if mode not in LOO_MODES:
         raise ValueError(f"unknown leave-one-out mode {mode!r}; choose one of {', '.join(LOO_MODES)}")
     if isinstance(replacement, bool) or not isinstance(replacement, numbers.Integral):
@@ -189,7 +188,6 @@ def _check_loo_args(model: AttentionClassifier, mode, replacement, max_rows, max
         raise ValueError(
             f"replacement must be a token id in [0, {model.vocab_size}) other than <SOS>/<EOS>, got {replacement}"
         )
-    check_positive_int(max_rows, "max_rows")
     check_positive_int(max_tokens, "max_tokens")
     return replacement
 
@@ -333,7 +331,7 @@ def _bilstm_deletion_hidden(model, gates, states, n: int) -> torch.Tensor:
     return hidden
 
 
-def _bilstm_loo(model, tokens, base_probs, max_rows: int, max_tokens: int) -> torch.Tensor:
+def _bilstm_loo(model, tokens, base_probs, max_tokens: int) -> torch.Tensor:
     """Deletion leave-one-out (B, T) for a BiLSTM model, from the states of x (see above).
 
     ``base_probs`` (B, C) is y-hat(x); None computes it from the same states.
@@ -355,7 +353,7 @@ def _bilstm_loo(model, tokens, base_probs, max_rows: int, max_tokens: int) -> to
     start = 0
     while start < B:  # chunks of sentences, each padded to its longest
         n = int(lengths[order[start]])
-        m = max(1, min(max_rows // (n - 2), max_tokens // ((n - 2) * (n - 1))))
+        m = max(1, min(_MAX_ROWS // (n - 2), max_tokens // ((n - 2) * (n - 1))))
         rows = torch.as_tensor(order[start : start + m], device=device)
         m, start = len(rows), start + m
         hidden = _bilstm_deletion_hidden(model, [g[rows, :n] for g in gates], [s[rows, :n] for s in states], n)
@@ -379,7 +377,6 @@ def _loo(
     *,
     mode: str,
     replacement: int,
-    max_rows: int,
     max_tokens: int,
 ) -> torch.Tensor:
     """Leave-one-out scores (B, T); validated inputs, eval mode, no grad; ``base_probs``: y-hat(x)."""
@@ -396,7 +393,7 @@ def _loo(
             f"sentences of >= 5 tokens)."
         )
     if delete and model.config.encoder == "lstm":
-        return _bilstm_loo(model, tokens, base_probs, max_rows, max_tokens)
+        return _bilstm_loo(model, tokens, base_probs, max_tokens)
     # One row per (instance b, real position t): row-major, so rows of an instance are contiguous.
     row_b, row_t = mask.nonzero(as_tuple=True)
     lengths = (tokens != PAD).sum(-1)  # including SOS/EOS
@@ -417,7 +414,7 @@ def _loo(
         width = lens[start]
         while group_end[g] <= start:
             g += 1
-        stop = min(int(group_end[g]), start + max_rows, start + max(1, max_tokens // width))
+        stop = min(int(group_end[g]), start + _MAX_ROWS, start + max(1, max_tokens // width))
         b, t = row_b[start:stop], row_t[start:stop]
         cols = torch.arange(width, device=device)
         if delete:
@@ -443,7 +440,6 @@ def leave_one_out(
     *,
     mode: str = "delete",
     replacement: int = UNK,
-    max_rows: int = 4096,
     max_tokens: int = MAX_TOKENS,
 ) -> torch.Tensor:
     """Leave-one-out importance: how far the output moves when token t is left out (J&W 2019, Alg. 1).
@@ -459,10 +455,10 @@ def leave_one_out(
             ``replacement=PAD`` the position gets PAD's (zero) embedding and is excluded
             from the attention while the sequence keeps its length.
         replacement: token id used by ``mode="replace"`` (default UNK).
-        max_rows, max_tokens: bounds on the rows and on rows x padded width of one
-            forward pass (memory). All sum_b n_b perturbed sequences of the batch are
+        max_tokens: the memory bound: rows x padded width of one forward pass (and at
+            most 4,096 rows). All sum_b n_b perturbed sequences of the batch are
             built with index arithmetic (no loop over tokens), sorted by length and run in
-            as few such chunks as the bounds allow (for the BiLSTM, chunks of rows of one
+            as few such chunks as the bound allows (for the BiLSTM, chunks of rows of one
             length, run without packing). Deletion from a BiLSTM reuses the states of x:
             deleting t changes only the forward states from t on and the backward states
             before t, so each x_{-t} costs n - 1 steps of one direction instead of a full
@@ -478,12 +474,12 @@ def leave_one_out(
         the score is undefined. J&W's data sets keep sentences of at least 5 tokens.
     """
     model = _check_model(model)
-    replacement = _check_loo_args(model, mode, replacement, max_rows, max_tokens)
+    replacement = _check_loo_args(model, mode, replacement, max_tokens)
     tokens = _batch_tokens(model, batch)
     with eval_mode(model), torch.no_grad():
         reuse = mode == "delete" and model.config.encoder == "lstm"  # y-hat(x) comes with the states
         base = None if reuse else _base_probs(model, tokens)
-        return _loo(model, tokens, base, mode=mode, replacement=replacement, max_rows=max_rows, max_tokens=max_tokens)
+        return _loo(model, tokens, base, mode=mode, replacement=replacement, max_tokens=max_tokens)
 
 
 # ----------------------------------------------------------------------------- a whole split
@@ -537,19 +533,6 @@ def _pad(arrays, lengths: np.ndarray, fill: float = 0.0, dtype=np.float64) -> np
     return out
 
 
-def _stratified_subset(labels: np.ndarray, k: int, seed: int) -> np.ndarray:
-    """A seeded random ``k`` of ``range(len(labels))``, classes in proportion, sorted."""
-    classes, counts = np.unique(labels, return_counts=True)
-    exact = k * counts / len(labels)
-    quota = np.floor(exact).astype(np.int64)
-    extra = k - int(quota.sum())
-    if extra:  # largest remainders get the leftover places (ties: smaller class id)
-        quota[np.lexsort((classes, -(exact - quota)))[:extra]] += 1
-    rng = np.random.default_rng([seed, 4241])
-    chosen = [rng.permutation(np.flatnonzero(labels == c))[:q] for c, q in zip(classes, quota)]
-    return np.sort(np.concatenate(chosen))
-
-
 def _split_rows(values: np.ndarray, mask: np.ndarray) -> list:
     """Ragged per-row arrays of the masked entries of (B, T) ``values`` (vectorised)."""
     counts = mask.sum(1)
@@ -562,7 +545,7 @@ def importance(
     *,
     max_instances: int | None = None,
     seed: int = 0,
-    batch_size: int = 64,
+    chunk_size: int | None = None,
     detach_attention: bool = True,
     loo_mode: str = "delete",
 ) -> ImportanceResult:
@@ -570,70 +553,48 @@ def importance(
 
     For each instance: the model's attention alpha, the normalised gradient importance
     g (:func:`gradient_importance`) and leave-one-out scores (:func:`leave_one_out`), all
-    over the real tokens; plus the output distribution y-hat(x). Runs in length-bucketed
-    batches of ``batch_size`` (one forward + backward for alpha and g, a few padded
-    forwards for all deletions of the batch).
+    over the real tokens; plus the output distribution y-hat(x). Runs in length buckets
+    (one forward + backward for alpha and g, a few padded forwards for all deletions of
+    the bucket).
 
     Args:
-        model: an :class:`~attnlib.models.AttentionClassifier`.
-        split: an :class:`attnlib.data.Split` (e.g. ``dataset.test``).
+        model: an :class:`~attnlib.models.AttentionClassifier` (gradient importance
+            differentiates with respect to its embeddings).
+        split: an :class:`attnlib.data.Split` (e.g. ``dataset.test``) or a Batch.
         max_instances: use a seeded random subset of this many instances, stratified by
-            true label (None: all of them).
+            true label (None: all of them): the same instances as every other experiment
+            given the same ``max_instances`` and ``seed`` (:func:`attnlib.data.stratified_positions`).
         seed: seeds that subset.
+        chunk_size: instances per bucket; None (default): about 64, fewer for long documents.
         detach_attention: passed to :func:`gradient_importance` (True: J&W).
         loo_mode: ``"delete"`` (J&W) or ``"replace"`` (by UNK), see :func:`leave_one_out`.
 
-    Instances with fewer than 2 real tokens are left out, with a warning: a rank
-    correlation needs 2 tokens and deleting an only token leaves nothing to classify
-    (J&W's data sets keep sentences of >= 5 tokens, so this never happens there).
+    Instances with fewer than 2 real tokens are left out after the subset is drawn, with a
+    warning: a rank correlation needs 2 tokens and deleting an only token leaves nothing to
+    classify (J&W's data sets keep sentences of >= 5 tokens, so this never happens there).
     """
     model = _check_model(model)
-    if not isinstance(split, Split):
-        raise ValueError(f"split must be an attnlib.data.Split (e.g. dataset.test), got {type(split).__name__}")
-    if len(split) == 0:
-        raise ValueError(f"split {split.name!r} is empty")
-    if max_instances is not None:
-        max_instances = check_positive_int(max_instances, "max_instances")
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
-    batch_size = check_positive_int(batch_size, "batch_size")
-    detach_attention = _check_bool(detach_attention, "detach_attention")
-    _check_loo_args(model, loo_mode, UNK, 1, 1)
-    if len(split.ids) and int(max(int(np.max(ids)) for ids in split.ids)) >= model.vocab_size:
+    detach_attention = check_bool(detach_attention, "detach_attention")
+    _check_loo_args(model, loo_mode, UNK, MAX_TOKENS)
+    if isinstance(split, Split) and len(split.ids) and int(max(int(np.max(ids)) for ids in split.ids)) >= model.vocab_size:
         raise ValueError("the split has token ids outside the model's vocabulary: was it trained on this data set?")
 
-    lengths = split.lengths()
-    short = lengths < 2
-    if short.any():
-        warnings.warn(
-            f"importance(): leaving out {int(short.sum())} instance(s) of {split.name!r} with fewer than 2 "
-            f"tokens (no rank correlation, no deletion possible)",
-            stacklevel=2,
-        )
-    eligible = np.flatnonzero(~short)
-    if len(eligible) == 0:
-        raise ValueError(f"split {split.name!r} has no instance with at least 2 tokens")
-    if max_instances is not None and max_instances < len(eligible):
-        eligible = eligible[_stratified_subset(split.labels[eligible], max_instances, seed)]
-
-    n, C = len(eligible), model.config.n_classes
-    slot = {int(i): k for k, i in enumerate(eligible)}
-    probs = np.zeros((n, C), dtype=np.float64)
-    attention, gradient, loo = [None] * n, [None] * n, [None] * n
-    order = eligible[np.argsort(lengths[eligible], kind="stable")]  # length buckets: little padding
-    device = model.embedding.weight.device
-    with eval_mode(model):
-        for start in range(0, n, batch_size):
-            batch = split.batch(order[start : start + batch_size])
-            tokens = batch.tokens.to(device)
+    with _runs.experiment(model, split, seed=seed, max_instances=max_instances, chunk_size=chunk_size,
+                          rows=_IMPORTANCE_ROWS, cost=lambda T, H: T * H, budget=_IMPORTANCE_BUDGET,
+                          min_tokens=2, checked_model=model) as run:
+        _runs.warn_excluded(run, f"importance() on {getattr(split, 'name', 'the batch')!r}", stacklevel=4)
+        n, C = len(run), model.config.n_classes
+        probs = np.zeros((n, C), dtype=np.float64)
+        attention, gradient, loo = [None] * n, [None] * n, [None] * n
+        for rows, chunk in run.chunk_batches():
+            tokens = _batch_tokens(model, chunk.tokens)
             g, p, alpha = _gradient(model, tokens, detach_attention)
             with torch.no_grad():
-                scores = _loo(model, tokens, p, mode=loo_mode, replacement=UNK, max_rows=4096, max_tokens=MAX_TOKENS)
+                scores = _loo(model, tokens, p, mode=loo_mode, replacement=UNK, max_tokens=MAX_TOKENS)
             mask = real_token_mask(tokens).cpu().numpy()
-            where = [slot[int(i)] for i in batch.index.tolist()]
-            probs[where] = p.double().cpu().numpy()
+            probs[rows] = p.double().cpu().numpy()
             for out, values in ((attention, alpha), (gradient, g), (loo, scores)):
-                for k, row in zip(where, _split_rows(values.cpu().numpy(), mask)):
+                for k, row in zip(rows, _split_rows(values.cpu().numpy(), mask)):
                     out[k] = row
     return ImportanceResult(
         attention=attention,
@@ -641,15 +602,15 @@ def importance(
         loo=loo,
         probs=probs,
         predicted=probs.argmax(-1),
-        labels=split.labels[eligible].copy(),
-        indices=eligible.astype(np.int64),
+        labels=run.labels,
+        indices=run.indices.astype(np.int64),
         settings={
             "model": model.config.name,
-            "split": split.name,
+            "split": getattr(split, "name", "batch"),
             "detach_attention": detach_attention,
             "loo_mode": loo_mode,
             "max_instances": max_instances,
-            "seed": seed,
+            "seed": run.seed,
         },
     )
 

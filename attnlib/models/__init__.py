@@ -16,6 +16,7 @@ from .classifier import (
     real_token_mask,
     uniform_attention,
 )
+from .protocol import ONLY_SITE, InterventionModel, Site, SiteState, check_model, device_of
 
 __all__ = [
     "ENCODERS",
@@ -28,4 +29,10 @@ __all__ = [
     "masked_softmax",
     "uniform_attention",
     "eval_mode",
+    "Site",
+    "ONLY_SITE",
+    "SiteState",
+    "InterventionModel",
+    "check_model",
+    "device_of",
 ]

@@ -21,7 +21,6 @@ batch, ``Batch.attention``; Wiegreffe & Pinter's diagnostic classifiers).
 from __future__ import annotations
 
 import math
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -31,6 +30,8 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from .._checks import check_distribution, check_positive_int
 from ..data import EOS, PAD, SOS
+from .interventions import uniform_rows as uniform_attention
+from .protocol import ONLY_SITE, Site, SiteState, eval_mode
 
 __all__ = [
     "ENCODERS",
@@ -107,17 +108,6 @@ class Output:
         return self.probs.argmax(-1)
 
 
-@contextmanager
-def eval_mode(model: nn.Module):
-    """Eval mode inside the block; the caller's mode (train/eval) is restored after it."""
-    was_training = model.training
-    model.eval()
-    try:
-        yield model
-    finally:
-        model.train(was_training)
-
-
 def real_token_mask(tokens: torch.Tensor) -> torch.Tensor:
     """True on real tokens: not padding and not the <SOS>/<EOS> wrappers. (B, T) -> (B, T)."""
     return (tokens != PAD) & (tokens != SOS) & (tokens != EOS)
@@ -127,12 +117,6 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Softmax over the last dim restricted to ``mask``; masked entries are exactly 0."""
     scores = scores.masked_fill(~mask, float("-inf"))
     return torch.softmax(scores, dim=-1).masked_fill(~mask, 0.0)
-
-
-def uniform_attention(mask: torch.Tensor) -> torch.Tensor:
-    """alpha_t = 1 / T over the real tokens, 0 elsewhere. (…, T) bool -> (…, T) float."""
-    m = mask.to(torch.get_default_dtype())
-    return m / m.sum(-1, keepdim=True)
 
 
 class _TanhAttention(nn.Module):
@@ -161,6 +145,10 @@ class _DotAttention(nn.Module):
 
 class AttentionClassifier(nn.Module):
     """J&W's classifier. ``model(tokens)`` returns an :class:`Output`.
+
+    It meets :class:`attnlib.models.protocol.InterventionModel` with one site,
+    :data:`~attnlib.models.protocol.ONLY_SITE`: ``site_state`` runs :meth:`encode` and
+    :meth:`attend` once, ``decode_at`` is :meth:`decode` on the kept hidden states.
 
     Args:
         vocab_size: rows of the embedding table (ids PAD=0, UNK=1, SOS=2, EOS=3, words...).
@@ -199,6 +187,35 @@ class AttentionClassifier(nn.Module):
             self.attention = None
         out = 1 if config.n_classes == 2 else config.n_classes
         self.decoder = nn.Linear(H, out)
+
+    #: The protocol's sites: one attention layer with one head.
+    sites = (ONLY_SITE,)
+
+    @property
+    def n_classes(self) -> int:
+        return self.config.n_classes
+
+    @property
+    def hidden_size(self) -> int:
+        """H, the size of a token's hidden state (what decode mixes)."""
+        return self.config.hidden_size
+
+    @property
+    def has_own_attention(self) -> bool:
+        """False for attention='given' (the batches carry it)."""
+        return self.config.attention != "given"
+
+    # ------------------------------------------------------------------ the protocol
+    def site_state(self, batch, site: Site | None = None) -> SiteState:
+        """Hidden states and the model's own attention (B, T), computed once (the protocol's first step)."""
+        if site is not None and site != ONLY_SITE:
+            raise ValueError(f"this model has one attention site, {ONLY_SITE}; got {site}")
+        encoded = self.encode(batch)
+        return SiteState(attention=self.attend(encoded), mask=encoded.mask, site=ONLY_SITE, inputs=encoded)
+
+    def decode_at(self, state: SiteState, attention: torch.Tensor) -> torch.Tensor:
+        """Output probabilities (B, C) or (B, K, C) for attention (B, T) or (B, K, T) at the site (h fixed)."""
+        return self.decode(state.inputs.hidden, attention)[0]
 
     # ------------------------------------------------------------------ steps
     def attention_parameters(self) -> list[nn.Parameter]:

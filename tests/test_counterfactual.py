@@ -16,15 +16,13 @@ LN2 = math.log(2)
 
 
 @pytest.fixture(scope="module")
-def ds():
-    return data.load_dataset("synthetic", max_train=300, max_eval=100, seed=0)
+def ds(tiny_dataset):
+    return tiny_dataset
 
 
 @pytest.fixture(scope="module")
-def model(ds):
-    # use_cache=False: a module fixture runs outside conftest's per-test private cache.
-    result = train.train_model(ds, encoder="lstm", attention="tanh", epochs=2, use_cache=False, progress=False)
-    return result.model.eval()
+def model(tiny_model):
+    return tiny_model("lstm", "tanh")
 
 
 @pytest.fixture(scope="module")
@@ -111,7 +109,7 @@ def test_permutation_subsample_is_stratified_and_model_mode_is_restored(model, d
     assert len(r) == 40 and np.all(np.diff(r.indices) > 0)
     assert np.bincount(r.labels).tolist() == [20, 20]
     assert np.array_equal(r.labels, ds.test.labels[r.indices])
-    assert set(r.to_frame().columns) >= {"index", "label", "predicted", "max_attention", "median_tvd"}
+    assert set(r.to_frame().columns) >= {"instance", "label", "predicted", "max_attention", "median_tvd"}
 
 
 # ----------------------------------------------------------------------------- adversary

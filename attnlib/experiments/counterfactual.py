@@ -107,10 +107,10 @@ class PermutationResult:
         return len(self.median_tvd)
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per instance: index, label, predicted, length, max_attention, median_tvd."""
+        """One row per instance: instance, label, predicted, length, max_attention, median_tvd."""
         return pd.DataFrame(
             {
-                "index": self.indices,
+                "instance": self.indices,
                 "label": self.labels,
                 "predicted": self.predicted,
                 "length": self.lengths,
@@ -198,10 +198,10 @@ class AdversaryResult:
         return replace(self, eps=eps, kept=kept, eps_max_jsd=eps_max, best=best)
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per instance: index, label, predicted, length, max_attention, eps_max_jsd, n_kept."""
+        """One row per instance: instance, label, predicted, length, max_attention, eps_max_jsd, n_kept."""
         return pd.DataFrame(
             {
-                "index": self.indices,
+                "instance": self.indices,
                 "label": self.labels,
                 "predicted": self.predicted,
                 "length": self.lengths,

@@ -118,11 +118,6 @@ class SingleWeightResult:
         return len(self.jsd_top)
 
     @property
-    def max_attention(self) -> np.ndarray:
-        """max_t alpha-hat_t, the top weight."""
-        return self.top_weight
-
-    @property
     def n_excluded(self) -> int:
         return len(self.excluded)
 
@@ -139,7 +134,6 @@ class SingleWeightResult:
                 "label": self.labels,
                 "predicted": self.predicted,
                 "length": self.lengths,
-                "max_attention": self.top_weight,
                 "top_weight": self.top_weight,
                 "random_weight": self.random_weight,
                 "weight_difference": self.top_weight - self.random_weight,

@@ -1,0 +1,88 @@
+"""The package layout is the architecture: imports point down the layers, and no private name crosses a module."""
+import ast
+from pathlib import Path
+
+import pytest
+
+import attnlib
+
+ROOT = Path(attnlib.__file__).resolve().parent
+
+#: Layer of each top-level part of the package; a module may import only from its own layer or below.
+LAYERS = {
+    "": 0,  # the package itself (__version__, seed_everything, get_device)
+    "_checks": 0, "metrics": 0, "cpu": 0, "cache": 0, "profiles": 0, "published": 0,
+    "data": 1,
+    "models": 2,
+    "train": 3, "_runs": 3,
+    "experiments": 4,
+    "presentation": 5,
+}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _imports(module: str, is_package: bool, source: str):
+    """(imported module, names) of every attnlib import in ``source``, relative ones resolved."""
+    here = module.split(".") if module else []
+    package = here if is_package else here[:-1]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - (node.level - 1)] if node.level > 1 else package
+                target = ".".join([*base, *(node.module.split(".") if node.module else [])])
+            elif node.module and (node.module == "attnlib" or node.module.startswith("attnlib.")):
+                target = node.module[len("attnlib."):] if node.module != "attnlib" else ""
+            else:
+                continue
+            yield target, [a.name for a in node.names]
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.startswith("attnlib."):
+                    yield a.name[len("attnlib."):], []
+
+
+def _is_module(dotted: str) -> bool:
+    p = ROOT.joinpath(*dotted.split(".")) if dotted else ROOT
+    return p.with_suffix(".py").exists() or (p / "__init__.py").exists()
+
+
+def _violations(module: str, is_package: bool, source: str) -> list:
+    """Upward imports and private names taken from another module."""
+    mine = LAYERS[module.split(".")[0]]
+    found = []
+    for target, names in _imports(module, is_package, source):
+        for name in names or [""]:
+            as_module = f"{target}.{name}".strip(".")
+            full = as_module if name and _is_module(as_module) else target
+            layer = LAYERS[full.split(".")[0]] if full else 0
+            if layer > mine:
+                found.append(f"{module} (layer {mine}) imports {full or 'attnlib'} (layer {layer})")
+            if name.startswith("_") and name != "__version__" and not _is_module(as_module):
+                found.append(f"{module} imports the private name {name} from {target or 'attnlib'}")
+    return found
+
+
+MODULES = sorted(p for p in ROOT.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def test_the_layer_table_covers_every_part_of_the_package():
+    tops = {_module_name(p).split(".")[0] for p in MODULES}
+    assert tops <= set(LAYERS), f"parts without a layer: {sorted(tops - set(LAYERS))}"
+
+
+@pytest.mark.parametrize("path", [p for p in MODULES if p != ROOT / "__init__.py"], ids=_module_name)
+def test_imports_point_down_and_take_no_private_names(path):
+    assert _violations(_module_name(path), path.name == "__init__.py", path.read_text()) == []
+
+
+def test_the_check_sees_an_upward_and_a_private_import():
+    source = "from ..experiments.counterfactual import bin_by_max_attention\nfrom .interventions import _hidden\n"
+    found = _violations("models.classifier", False, source)
+    assert len(found) == 2 and "layer 4" in found[0] and "_hidden" in found[1]
+    assert _violations("experiments.erasure", False, "from .. import _runs\nfrom ..models import interventions\n") == []

@@ -125,7 +125,9 @@ def _jw_end_to_end(model, split, indices, n_permutations: int, rng) -> list[np.n
 
 
 def bench_permutation(n: int = 500, n_permutations: int = 100, repeats: int = 3) -> dict:
+    from attnlib import _runs
     from attnlib import counterfactual as cf
+    from attnlib.models import ONLY_SITE, SiteState
 
     ds, model = _model_and_data()
     split = ds.test
@@ -136,7 +138,7 @@ def bench_permutation(n: int = 500, n_permutations: int = 100, repeats: int = 3)
     with torch.no_grad():
         # the library's length buckets, and J&W's batches of 32 sorted by length, encoded once
         H = model.config.hidden_size
-        chunks = cf._chunks(lengths, cf._PERMUTATION_ROWS, lambda T: (P + 1) * (H + 4 * T), cf._PERMUTATION_BUDGET, None)
+        chunks = _runs.chunks(lengths, cf._PERMUTATION_ROWS, lambda T: (P + 1) * (H + 4 * T), cf._PERMUTATION_BUDGET, None)
         buckets = [_encode(model, split, indices[c]) for c in chunks]
         order = indices[np.argsort(lengths, kind="stable")]
         batches32 = [_encode(model, split, order[i : i + 32]) for i in range(0, n, 32)]
@@ -144,7 +146,7 @@ def bench_permutation(n: int = 500, n_permutations: int = 100, repeats: int = 3)
 
         def batched_stage():
             rng = np.random.default_rng(0)
-            return [cf._permutation_changes(model, e.hidden, e.mask, a, P, rng)[0] for _, e, a in buckets]
+            return [cf._permutation_changes(model, SiteState(a, e.mask, ONLY_SITE, e), P, rng)[0] for _, e, a in buckets]
 
         sides = {
             "stage batched": batched_stage,

@@ -53,12 +53,14 @@ def _timed(fn):
 def batched_stage(model, buckets, rankings, seed: int = 0) -> list[torch.Tensor]:
     """The library's core per length bucket, h given: tokens erased at the first flip (n, R), 0 = none."""
     from attnlib import erasure as er
+    from attnlib.models import ONLY_SITE, SiteState
 
     out = []
     for sub, encoded, alpha in buckets:
-        y_hat, scores = er._ranking_scores(model, encoded.hidden, encoded.mask, alpha, sub.index, rankings, seed)
+        state = SiteState(alpha, encoded.mask, ONLY_SITE, encoded)
+        y_hat, scores = er._ranking_scores(model, state, sub.index, rankings, seed)
         ranks = er._ranks(scores, encoded.mask)
-        out.append(er._first_flips(model, encoded.hidden, encoded.mask, alpha, y_hat, ranks))
+        out.append(er._first_flips(model, state, y_hat, ranks))
     return out
 
 
@@ -69,6 +71,7 @@ def _one_instance(model, hidden, alpha, index, rankings, seed: int, per_k: bool 
     one decode of all n - 1 prefixes of a ranking; ``per_k=True``: one decode per k,
     stopping at the first flip.
     """
+    from attnlib import _runs
     from attnlib import erasure as er
 
     n = alpha.shape[1]
@@ -82,7 +85,7 @@ def _one_instance(model, hidden, alpha, index, rankings, seed: int, per_k: bool 
         if name == "attention":
             score = alpha[0].double()
         elif name == "random":  # the library's key for this sentence; its real tokens sit at padded positions 1..n
-            score = er._uniform(seed, er._STREAM_RANKING, index, n + 1)[0, 1:]
+            score = _runs.instance_uniform(seed, er._STREAM_RANKING, index, n + 1)[0, 1:]
         elif name == "gradient":
             score = grad[0].double()
         else:
@@ -132,6 +135,7 @@ def _per_instance_inputs(model, split, indices):
 
 
 def bench_erasure(repeats: int = 3, threads: int | None = 1) -> dict:
+    from attnlib import _runs
     from attnlib import erasure as er
 
     before = torch.get_num_threads()
@@ -148,10 +152,10 @@ def bench_erasure(repeats: int = 3, threads: int | None = 1) -> dict:
             batch = split.batch(indices)
             lengths = batch.lengths.numpy()
             H = model.config.hidden_size
-            chunks = er._chunks(lengths, er._RANKED_ROWS, lambda T: T * (H + 3 * R * T), er._BUDGET, None)
+            chunks = _runs.chunks(lengths, er._RANKED_ROWS, lambda T: T * (H + 3 * R * T), er._BUDGET, None)
             buckets = []
             for rows in chunks:
-                sub = er._take(batch, rows)
+                sub = _runs.take(batch, rows)
                 encoded = model.encode(sub)
                 buckets.append((sub, encoded, model.attend(encoded)))
             order = np.concatenate(chunks)

@@ -25,16 +25,17 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 import torch
 
 from ._checks import check_positive_int, check_seed
 from .data import Batch, Split, stratified_positions
 from .models.protocol import Site, SiteState, check_model, device_of, eval_mode
 
-__all__ = ["Run", "experiment", "select", "take", "chunks", "instance_seed", "instance_uniform"]
+__all__ = ["InstanceResult", "Run", "experiment", "select", "take", "chunks", "instance_seed", "instance_uniform"]
 
 
 def select(split_or_batch, max_instances: int | None, seed: int) -> Batch:
@@ -136,6 +137,49 @@ def instance_uniform(seed: int, stream: int, index: torch.Tensor, T: int) -> tor
     return torch.from_numpy((bits >> np.uint64(11)).astype(np.float64) * 2.0**-53)
 
 
+def _no_instances() -> np.ndarray:
+    return np.zeros(0, dtype=np.int64)
+
+
+@dataclass(kw_only=True)
+class InstanceResult:
+    """What every per-instance result of attnlib has: one entry per instance, in ``indices`` order.
+
+    probs:     (N, C) the model's output distribution y-hat.
+    predicted: (N,) its argmax.
+    labels:    (N,) gold labels.
+    indices:   (N,) positions of the instances in their split (increasing).
+    lengths:   (N,) real tokens per instance (no <SOS>/<EOS>).
+    excluded:  split indices of the instances the experiment left out (too few tokens).
+
+    Experiments add their own fields; these are keyword-only, so the subclasses keep
+    their own field order.
+    """
+
+    probs: np.ndarray
+    predicted: np.ndarray
+    labels: np.ndarray
+    indices: np.ndarray
+    lengths: np.ndarray
+    excluded: np.ndarray = field(default_factory=_no_instances)
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+    @property
+    def n_excluded(self) -> int:
+        return len(self.excluded)
+
+    def instance_frame(self, repeat: int = 1, **columns) -> pd.DataFrame:
+        """A frame whose first columns are instance, label, predicted, length, then ``columns``.
+
+        ``repeat``: rows per instance (each instance's values repeated, for long tables).
+        """
+        head = {"instance": self.indices, "label": self.labels, "predicted": self.predicted, "length": self.lengths}
+        head = {k: np.repeat(np.asarray(v), repeat) for k, v in head.items()}
+        return pd.DataFrame({**head, **columns})
+
+
 @dataclass
 class Run:
     """One experiment's instances, chunks and model (from :func:`experiment`).
@@ -167,6 +211,21 @@ class Run:
     @property
     def indices(self) -> np.ndarray:
         return self.batch.index.numpy().copy()
+
+    def instance_fields(self, probs: np.ndarray, keep: np.ndarray | None = None) -> dict:
+        """The :class:`InstanceResult` fields of this run, given y-hat (N, C): keyword arguments.
+
+        ``keep``: (N,) bool, the instances the result keeps (the others join ``excluded``).
+        """
+        probs = np.asarray(probs)
+        labels, indices, lengths = self.labels, self.indices.astype(np.int64), self.lengths
+        excluded = self.excluded.astype(np.int64)
+        if keep is not None:
+            keep = np.asarray(keep, dtype=bool)
+            excluded = np.sort(np.concatenate([excluded, indices[~keep]]))
+            probs, labels, indices, lengths = probs[keep], labels[keep], indices[keep], lengths[keep]
+        return {"probs": probs, "predicted": probs.argmax(-1), "labels": labels, "indices": indices,
+                "lengths": lengths, "excluded": excluded}
 
     def chunk_batches(self) -> Iterator[tuple[np.ndarray, Batch]]:
         """(rows, the chunk's Batch on the model's device), chunk by chunk."""

@@ -47,6 +47,8 @@ __all__ = [
     "classification_metrics",
     "dataset_fingerprint",
     "make_optimizer",
+    "load_or_train",
+    "STORED_FIELDS",
 ]
 
 
@@ -602,27 +604,9 @@ def train_model(
     result = TrainedModel(
         model=None, dataset=dataset.name, config=config, train_config=train_config, seed=seed, key=key
     )
-    if use_cache:
-        entry = cache.load("models", key)
-        if entry is not None:
-            with seeded(seed):  # building the module draws from the global generators
-                model = AttentionClassifier(len(dataset.vocab), config)
-            try:
-                model.load_state_dict(entry["state_dict"])
-                result.history, result.best_epoch = entry["history"], entry["best_epoch"]
-                result.dev, result.test = entry["dev"], entry["test"]
-                result.train_seconds = entry.get("train_seconds", 0.0)
-            except (KeyError, RuntimeError, TypeError) as err:
-                warnings.warn(f"cached model {key[:12]} does not fit ({err}); retraining", cache.CacheCorruptionWarning, stacklevel=2)
-            else:
-                result.model, result.from_cache = model.to(device).eval(), True
-                return result
 
-    with seeded(seed):
-        embeddings, _ = glove_embeddings(dataset.vocab, seed=seed)
-        model = AttentionClassifier(len(dataset.vocab), config, embeddings=embeddings).to(device)
-    start = time.perf_counter()
-    with training_threads(device):  # the scores too: the same on every core count
+    def train(model: AttentionClassifier) -> dict:
+        start = time.perf_counter()
         best_state, history, best_epoch = fit(
             model, dataset, train_config=train_config, seed=seed, progress=progress,
             description=f"{config.name} on {dataset.name}",
@@ -630,17 +614,62 @@ def train_model(
         result.train_seconds = time.perf_counter() - start
         result.model, result.history, result.best_epoch = model, history, best_epoch
         result.dev, result.test = evaluate(model, dataset.dev), evaluate(model, dataset.test)
+        return best_state
+
+    return load_or_train(result, dataset, train, init_seed=seed, device=device, use_cache=use_cache)
+
+
+#: The TrainedModel fields a model cache entry stores beside the state dict.
+STORED_FIELDS = ("history", "best_epoch", "dev", "test", "train_seconds")
+
+
+def load_or_train(
+    result: TrainedModel,
+    dataset: Dataset,
+    train: Callable[[nn.Module], dict],
+    *,
+    init_seed: int,
+    device,
+    use_cache: bool = True,
+    stored: Sequence[str] = STORED_FIELDS,
+    what: str = "model",
+):
+    """The model cache around one training run: load ``result.key``, or train and save it.
+
+    ``result``: a :class:`TrainedModel` (or subclass) with ``key`` and ``config`` set; it is
+    filled and returned. From the cache: the classifier is built (seeded with ``init_seed``:
+    building it draws from the global generators), its state loaded, and the ``stored``
+    fields set; ``from_cache`` is True. An entry that does not fit (a missing field, other
+    shapes) warns with :class:`attnlib.cache.CacheCorruptionWarning` and is retrained.
+    Otherwise a fresh classifier is initialised as every model of the book is (GloVe 6B
+    50d embeddings and weights seeded with ``init_seed``) on ``device``, and
+    ``train(model)`` trains it on one thread (see :func:`training_threads`), fills
+    ``result``'s fields and returns the state dict to keep; the entry is saved atomically.
+    """
     if use_cache:
-        cache.save(
-            "models",
-            key,
-            {
-                "state_dict": best_state,
-                "history": history,
-                "best_epoch": best_epoch,
-                "dev": result.dev,
-                "test": result.test,
-                "train_seconds": result.train_seconds,
-            },
-        )
+        entry = cache.load("models", result.key)
+        if entry is not None:
+            with seeded(init_seed):  # building the module draws from the global generators
+                model = AttentionClassifier(len(dataset.vocab), result.config)
+            try:
+                model.load_state_dict(entry["state_dict"])
+                values = {name: entry[name] for name in stored}
+            except (KeyError, RuntimeError, TypeError) as err:
+                warnings.warn(
+                    f"cached {what} {result.key[:12]} does not fit ({err}); retraining",
+                    cache.CacheCorruptionWarning, stacklevel=3,
+                )
+            else:
+                for name, value in values.items():
+                    setattr(result, name, value)
+                result.model, result.from_cache = model.to(device).eval(), True
+                return result
+
+    with seeded(init_seed):
+        embeddings, _ = glove_embeddings(dataset.vocab, seed=init_seed)
+        model = AttentionClassifier(len(dataset.vocab), result.config, embeddings=embeddings).to(device)
+    with training_threads(device):  # the scores too: the same on every core count
+        best_state = train(model)
+    if use_cache:
+        cache.save("models", result.key, {"state_dict": best_state, **{name: getattr(result, name) for name in stored}})
     return result

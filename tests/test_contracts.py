@@ -112,3 +112,44 @@ def test_a_model_without_its_own_attention_is_rejected(name, tiny_dataset, split
         EXPERIMENTS[name](given, split, max_instances=5)
     with pytest.raises(ValueError, match="AttentionClassifier|InterventionModel"):
         EXPERIMENTS[name](torch.nn.Linear(3, 2), split, max_instances=5)
+
+
+RESULTS = {
+    "permute_attention": lambda m, x: cf.permute_attention(m, x, n_permutations=4, seed=0),
+    "adversarial_attention": lambda m, x: cf.adversarial_attention(m, x, k=2, steps=3, seed=0),
+    "single_weight": lambda m, x: er.single_weight(m, x, seed=0),
+    "ranked_removal": lambda m, x: er.ranked_removal(m, x, seed=0),
+    "importance": lambda m, x: im.importance(m, x, seed=0),
+}
+# experiments that need a second real token (to erase one and keep one, or to rank)
+NEEDS_TWO = {"single_weight", "ranked_removal", "importance"}
+
+
+@pytest.mark.parametrize("name", RESULTS)
+def test_every_result_has_the_same_instance_fields_and_lists_what_it_left_out(name, tiny_model, tiny_dataset):
+    import warnings
+
+    from attnlib._runs import InstanceResult
+    from attnlib.data import collate
+
+    vocab, test = tiny_dataset.vocab, tiny_dataset.test
+    sentences = [test.tokens[i] for i in range(6)] + [test.tokens[6][:1]]  # the last: one real token
+    batch = collate([vocab.encode(s) for s in sentences], test.labels[:7], index=np.arange(10, 17))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # importance warns about the short instance
+        r = RESULTS[name](tiny_model("lstm", "tanh"), batch)
+    assert isinstance(r, InstanceResult)
+    kept = np.arange(10, 16) if name in NEEDS_TWO else np.arange(10, 17)
+    np.testing.assert_array_equal(r.indices, kept)
+    np.testing.assert_array_equal(r.excluded, np.setdiff1d(np.arange(10, 17), kept))
+    assert len(r) == len(kept) and r.n_excluded == 7 - len(kept)
+    np.testing.assert_array_equal(r.lengths, [len(sentences[i - 10]) for i in kept])
+    np.testing.assert_array_equal(r.labels, test.labels[kept - 10])
+    assert r.probs.shape == (len(kept), 2)
+    np.testing.assert_array_equal(r.predicted, r.probs.argmax(-1))
+    np.testing.assert_allclose(r.probs.sum(-1), 1.0, atol=1e-6)
+    if hasattr(r, "to_frame"):
+        frame = r.to_frame()
+        head = ["instance", "ranking"] if name == "ranked_removal" else ["instance"]
+        assert list(frame.columns[: len(head) + 3]) == head + ["label", "predicted", "length"]
+        assert set(frame["instance"]) == set(kept)

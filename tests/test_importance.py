@@ -321,7 +321,7 @@ def test_agreement_sig_frac_counts_undefined_tau_as_not_significant():
     res = ImportanceResult(
         attention=att, gradient=grad, loo=[g + 1 for g in grad],
         probs=np.array([[0.9, 0.1], [0.8, 0.2], [0.3, 0.7]]), predicted=np.array([0, 0, 1]),
-        labels=np.array([0, 1, 1]), indices=np.array([0, 1, 2]),
+        labels=np.array([0, 1, 1]), indices=np.array([0, 1, 2]), lengths=np.array([5, 6, 8]),
     )
     table = agreement(res)
     assert np.isnan(instance_agreement(res)["tau_g"].iloc[0])
@@ -363,6 +363,7 @@ def test_rationale_scores_match_sklearn_and_the_random_expectation():
     res = ImportanceResult(
         attention=scores, gradient=[-s for s in scores], loo=[t.astype(float) for t in truth],
         probs=np.full((40, 2), 0.5), predicted=np.zeros(40, int), labels=np.zeros(40, int), indices=np.arange(40),
+        lengths=lengths,
     )
     table = rationale_recovery(res, truth)
     has_neg = [not t.all() for t in truth]

@@ -112,30 +112,10 @@ def collate(
         raise ValueError("every instance must start with SOS and end with EOS; use Vocabulary.encode")
     mask = (pos[None, :] >= 1) & (pos[None, :] < (lengths - 1)[:, None])
 
-    rationale = None
-    if rationales is not None:
-        rationales = list(rationales)
-        if len(rationales) != b:
-            raise ValueError(f"got {b} instances but {len(rationales)} rationales")
-        rlen = np.fromiter(map(len, rationales), dtype=np.int64, count=b)
-        if (rlen != lengths - 2).any():
-            raise ValueError("each rationale must have one entry per token (length without SOS/EOS)")
-        rat = np.zeros((b, t), dtype=bool)
-        if rlen.sum():
-            rat[mask] = np.concatenate(rationales).astype(bool, copy=False)
-        rationale = torch.from_numpy(rat)
-
-    given = None
-    if attention is not None:
-        attention = list(attention)
-        if len(attention) != b:
-            raise ValueError(f"got {b} instances but {len(attention)} attention arrays")
-        alen = np.fromiter(map(len, attention), dtype=np.int64, count=b)
-        if (alen != lengths - 2).any():
-            raise ValueError("each attention array must have one weight per token (length without SOS/EOS)")
-        att = np.zeros((b, t), dtype=np.float32)
-        att[mask] = np.concatenate(attention).astype(np.float32, copy=False)
-        given = torch.from_numpy(att)
+    rationale = _per_token(rationales, mask, lengths, bool, "rationales", "each rationale must have one entry")
+    given = _per_token(
+        attention, mask, lengths, np.float32, "attention arrays", "each attention array must have one weight"
+    )
 
     return Batch(
         tokens=torch.from_numpy(tokens),
@@ -146,3 +126,22 @@ def collate(
         rationale=rationale,
         attention=given,
     )
+
+
+def _per_token(values, mask: np.ndarray, lengths: np.ndarray, dtype, what: str, rule: str):
+    """Per-token arrays (one per instance, without SOS/EOS) padded onto ``mask``'s real positions; None stays None."""
+    if values is None:
+        return None
+    import torch
+
+    values = list(values)
+    b = len(lengths)
+    if len(values) != b:
+        raise ValueError(f"got {b} instances but {len(values)} {what}")
+    counts = np.fromiter(map(len, values), dtype=np.int64, count=b)
+    if (counts != lengths - 2).any():
+        raise ValueError(f"{rule} per token (length without SOS/EOS)")
+    out = np.zeros(mask.shape, dtype=dtype)
+    if counts.sum():
+        out[mask] = np.concatenate(values).astype(dtype, copy=False)
+    return torch.from_numpy(out)

@@ -67,7 +67,6 @@ import hashlib
 import math
 import numbers
 import time
-import warnings
 from dataclasses import asdict, dataclass, field
 
 import pandas as pd
@@ -75,9 +74,10 @@ import torch
 
 from .. import cache, metrics
 from .._checks import check_distribution, check_positive_number, check_seed
-from ..data import Dataset, Split, glove_embeddings
+from ..data import Dataset, Split
 from ..models import AttentionClassifier, device_of, eval_mode
 from ..train import (
+    STORED_FIELDS,
     Comparison,
     TrainConfig,
     TrainedModel,
@@ -85,9 +85,8 @@ from ..train import (
     dataset_fingerprint,
     evaluate,
     fit,
+    load_or_train,
     run_concurrently,
-    seeded,
-    training_threads,
 )
 
 __all__ = [
@@ -372,44 +371,10 @@ def train_adversary(
         lam=lam, base_key=base.key, base=base,
     )
     init_seed = seed + ADVERSARY_SEED_OFFSET
-    if use_cache:
-        entry = cache.load("models", key)
-        if entry is not None:
-            with seeded(init_seed):  # building the module draws from the global generators
-                model = AttentionClassifier(len(dataset.vocab), config)
-            try:
-                model.load_state_dict(entry["state_dict"])
-                result.history, result.best_epoch = entry["history"], entry["best_epoch"]
-                result.dev, result.test, result.agreement = entry["dev"], entry["test"], entry["agreement"]
-                result.train_seconds = entry.get("train_seconds", 0.0)
-            except (KeyError, RuntimeError, TypeError) as err:
-                warnings.warn(
-                    f"cached adversary {key[:12]} does not fit ({err}); retraining", cache.CacheCorruptionWarning, stacklevel=2
-                )
-            else:
-                result.model, result.from_cache = model.to(device).eval(), True
-                return result
-
-    with seeded(init_seed):
-        embeddings, _ = glove_embeddings(dataset.vocab, seed=init_seed)
-        model = AttentionClassifier(len(dataset.vocab), config, embeddings=embeddings).to(device)
-    with training_threads(device):  # everything on one thread: the same adversary on every core count
-        best_state = _fit_adversary(model, result, dataset, base, lam, init_seed, train_config, progress)
-    if use_cache:
-        cache.save(
-            "models",
-            key,
-            {
-                "state_dict": best_state,
-                "history": result.history,
-                "best_epoch": result.best_epoch,
-                "dev": result.dev,
-                "test": result.test,
-                "agreement": result.agreement,
-                "train_seconds": result.train_seconds,
-            },
-        )
-    return result
+    return load_or_train(
+        result, dataset, lambda model: _fit_adversary(model, result, dataset, base, lam, init_seed, train_config, progress),
+        init_seed=init_seed, device=device, use_cache=use_cache, stored=(*STORED_FIELDS, "agreement"), what="adversary",
+    )
 
 
 def _fit_adversary(model, result, dataset, base, lam, init_seed, train_config, progress):

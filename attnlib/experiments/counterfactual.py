@@ -39,6 +39,7 @@ import pandas as pd
 import torch
 
 from .. import _runs, metrics
+from .._runs import InstanceResult
 from .._checks import check_positive_int, check_positive_number, check_seed
 from ..models import Site, interventions, masked_softmax
 
@@ -75,7 +76,7 @@ _ADVERSARY_BUDGET = 2**25
 
 # ----------------------------------------------------------------------------- results
 @dataclass
-class PermutationResult:
+class PermutationResult(InstanceResult):
     """Output of :func:`permute_attention`; one entry per instance, in ``indices`` order.
 
     median_tvd:    (N,) median over permutations of TVD(y-hat, y-hat_p).
@@ -93,35 +94,18 @@ class PermutationResult:
 
     median_tvd: np.ndarray
     max_attention: np.ndarray
-    predicted: np.ndarray
-    labels: np.ndarray
-    indices: np.ndarray
     all_tvd: np.ndarray | None
-    probs: np.ndarray
-    lengths: np.ndarray
     n_permutations: int
     seed: int
     permutations: np.ndarray | None = None
 
-    def __len__(self) -> int:
-        return len(self.median_tvd)
-
     def to_frame(self) -> pd.DataFrame:
         """One row per instance: instance, label, predicted, length, max_attention, median_tvd."""
-        return pd.DataFrame(
-            {
-                "instance": self.indices,
-                "label": self.labels,
-                "predicted": self.predicted,
-                "length": self.lengths,
-                "max_attention": self.max_attention,
-                "median_tvd": self.median_tvd,
-            }
-        )
+        return self.instance_frame(max_attention=self.max_attention, median_tvd=self.median_tvd)
 
 
 @dataclass
-class AdversaryResult:
+class AdversaryResult(InstanceResult):
     """Output of :func:`adversarial_attention`; one entry per instance, in ``indices`` order.
 
     Padded arrays share the token axis T of ``mask`` (True on real tokens):
@@ -153,17 +137,9 @@ class AdversaryResult:
     kept: np.ndarray
     eps_max_jsd: np.ndarray
     best: np.ndarray
-    probs: np.ndarray
     candidate_probs: np.ndarray
     max_attention: np.ndarray
-    predicted: np.ndarray
-    labels: np.ndarray
-    indices: np.ndarray
-    lengths: np.ndarray
     settings: dict = field(default_factory=dict)
-
-    def __len__(self) -> int:
-        return len(self.eps_max_jsd)
 
     @property
     def attention(self) -> list[np.ndarray]:
@@ -199,16 +175,8 @@ class AdversaryResult:
 
     def to_frame(self) -> pd.DataFrame:
         """One row per instance: instance, label, predicted, length, max_attention, eps_max_jsd, n_kept."""
-        return pd.DataFrame(
-            {
-                "instance": self.indices,
-                "label": self.labels,
-                "predicted": self.predicted,
-                "length": self.lengths,
-                "max_attention": self.max_attention,
-                "eps_max_jsd": self.eps_max_jsd,
-                "n_kept": self.kept.sum(1),
-            }
+        return self.instance_frame(
+            max_attention=self.max_attention, eps_max_jsd=self.eps_max_jsd, n_kept=self.kept.sum(1)
         )
 
 
@@ -355,15 +323,11 @@ def permute_attention(
     return PermutationResult(
         median_tvd=np.median(all_tvd, axis=1),  # the mean of the middle two for even P, as np.median in J&W
         max_attention=max_attention,
-        predicted=probs_out.argmax(-1),
-        labels=run.labels,
-        indices=run.indices,
         all_tvd=all_tvd,
-        probs=probs_out,
-        lengths=run.lengths,
         n_permutations=P,
         seed=seed,
         permutations=perms,
+        **run.instance_fields(probs_out),
     )
 
 
@@ -509,14 +473,10 @@ def adversarial_attention(
         kept=kept,
         eps_max_jsd=eps_max,
         best=best,
-        probs=probs_all,
         candidate_probs=cand_probs_all,
         max_attention=alpha_all.max(1).astype(np.float64),
-        predicted=probs_all.argmax(-1),
-        labels=run.labels,
-        indices=run.indices,
-        lengths=run.lengths,
         settings={"k": k, "steps": steps, "lr": lr, "penalty": penalty, "init_noise": init_noise, "seed": seed},
+        **run.instance_fields(probs_all),
     )
 
 

@@ -46,6 +46,7 @@ import pandas as pd
 import torch
 
 from .. import _runs, metrics
+from .._runs import InstanceResult
 from .._checks import check_finite
 from ..models import Site, SiteState, check_model, interventions
 
@@ -79,7 +80,7 @@ _STREAM_RANKING = 2
 
 # ----------------------------------------------------------------------------- results
 @dataclass
-class SingleWeightResult:
+class SingleWeightResult(InstanceResult):
     """Output of :func:`single_weight`; one entry per instance, in ``indices`` order.
 
     jsd_top, jsd_random:       (N,) JSD(y-hat, y') after erasing the top weight / a random one.
@@ -104,22 +105,9 @@ class SingleWeightResult:
     random_weight: np.ndarray
     top_token: np.ndarray
     random_token: np.ndarray
-    probs: np.ndarray
     probs_top: np.ndarray
     probs_random: np.ndarray
-    predicted: np.ndarray
-    labels: np.ndarray
-    indices: np.ndarray
-    lengths: np.ndarray
-    excluded: np.ndarray
     seed: int = 0
-
-    def __len__(self) -> int:
-        return len(self.jsd_top)
-
-    @property
-    def n_excluded(self) -> int:
-        return len(self.excluded)
 
     @property
     def jsd_difference(self) -> np.ndarray:
@@ -128,26 +116,20 @@ class SingleWeightResult:
 
     def to_frame(self) -> pd.DataFrame:
         """One row per instance: instance, label, predicted, length, weights, JSDs, flips."""
-        return pd.DataFrame(
-            {
-                "instance": self.indices,
-                "label": self.labels,
-                "predicted": self.predicted,
-                "length": self.lengths,
-                "top_weight": self.top_weight,
-                "random_weight": self.random_weight,
-                "weight_difference": self.top_weight - self.random_weight,
-                "jsd_top": self.jsd_top,
-                "jsd_random": self.jsd_random,
-                "jsd_difference": self.jsd_difference,
-                "flip_top": self.flip_top,
-                "flip_random": self.flip_random,
-            }
+        return self.instance_frame(
+            top_weight=self.top_weight,
+            random_weight=self.random_weight,
+            weight_difference=self.top_weight - self.random_weight,
+            jsd_top=self.jsd_top,
+            jsd_random=self.jsd_random,
+            jsd_difference=self.jsd_difference,
+            flip_top=self.flip_top,
+            flip_random=self.flip_random,
         )
 
 
 @dataclass
-class RankedRemovalResult:
+class RankedRemovalResult(InstanceResult):
     """Output of :func:`ranked_removal`; row i is instance ``indices[i]``, column r is ``rankings[r]``.
 
     flipped:          (N, R) bool, some prefix of the ranking (at most T - 1 tokens) flips the decision.
@@ -167,20 +149,7 @@ class RankedRemovalResult:
     n_removed: np.ndarray
     fraction_removed: np.ndarray
     ranks: np.ndarray
-    probs: np.ndarray
-    predicted: np.ndarray
-    labels: np.ndarray
-    indices: np.ndarray
-    lengths: np.ndarray
-    excluded: np.ndarray
     seed: int = 0
-
-    def __len__(self) -> int:
-        return len(self.indices)
-
-    @property
-    def n_excluded(self) -> int:
-        return len(self.excluded)
 
     def order(self, i: int, ranking: str) -> np.ndarray:
         """The real tokens of instance ``i`` (a row of this result) in erasure order, 0-based among the real tokens."""
@@ -199,20 +168,15 @@ class RankedRemovalResult:
         N, R = self.flipped.shape
         n_removed = pd.array(np.where(self.flipped, self.n_removed, 0).reshape(-1), dtype="Int64")
         n_removed[~self.flipped.reshape(-1)] = pd.NA
-        return pd.DataFrame(
-            {
-                "instance": np.repeat(self.indices, R),
-                "ranking": pd.Categorical(
-                    np.tile(np.asarray(self.rankings, dtype=object), N), categories=list(self.rankings)
-                ),
-                "label": np.repeat(self.labels, R),
-                "predicted": np.repeat(self.predicted, R),
-                "length": np.repeat(self.lengths, R),
-                "flipped": self.flipped.reshape(-1),
-                "n_removed": n_removed,
-                "fraction_removed": self.fraction_removed.reshape(-1),
-            }
+        frame = self.instance_frame(
+            repeat=R,
+            flipped=self.flipped.reshape(-1),
+            n_removed=n_removed,
+            fraction_removed=self.fraction_removed.reshape(-1),
         )
+        ranking = pd.Categorical(np.tile(np.asarray(self.rankings, dtype=object), N), categories=list(self.rankings))
+        frame.insert(1, "ranking", ranking)
+        return frame
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -433,16 +397,16 @@ def single_weight(
             tokens[rows] = torch.stack([top - first, rand - first], 1).cpu().numpy()
             usable[rows] = ok.cpu().numpy()
 
-    indices = run.indices
     if not usable.any():
         raise ValueError(
             "no instance can be used: single-weight erasure needs at least 2 real tokens with weight left "
             "outside the top one"
         )
     keep = usable
+    fields = run.instance_fields(probs[:, 0], keep=keep)
     p = probs[keep]
     y_hat, y_top, y_rand = p[:, 0], p[:, 1], p[:, 2]
-    predicted = y_hat.argmax(-1)
+    predicted = fields["predicted"]
     return SingleWeightResult(
         jsd_top=metrics.jsd(y_top, y_hat, check=False),
         jsd_random=metrics.jsd(y_rand, y_hat, check=False),
@@ -452,15 +416,10 @@ def single_weight(
         random_weight=weights[keep, 1],
         top_token=tokens[keep, 0],
         random_token=tokens[keep, 1],
-        probs=y_hat,
         probs_top=y_top,
         probs_random=y_rand,
-        predicted=predicted,
-        labels=run.labels[keep],
-        indices=indices[keep],
-        lengths=run.lengths[keep],
-        excluded=indices[~keep],
         seed=seed,
+        **fields,
     )
 
 
@@ -562,13 +521,8 @@ def ranked_removal(
         n_removed=np.where(flipped, n_removed, -1),
         fraction_removed=np.where(flipped, n_removed / real, np.nan),
         ranks=ranks_all,
-        probs=probs,
-        predicted=probs.argmax(-1),
-        labels=run.labels,
-        indices=run.indices,
-        lengths=run.lengths,
-        excluded=run.excluded,
         seed=seed,
+        **run.instance_fields(probs),
     )
 
 

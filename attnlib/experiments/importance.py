@@ -39,6 +39,7 @@ import pandas as pd
 import torch
 
 from .. import _runs
+from .._runs import InstanceResult
 from .._checks import check_bool, check_positive_int
 from ..data import EOS, PAD, SOS, UNK, Batch, Split
 from ..metrics import kendall_tau, tvd
@@ -486,41 +487,31 @@ def leave_one_out(
 
 
 @dataclass
-class ImportanceResult:
+class ImportanceResult(InstanceResult):
     """Attention and importance measures for instances of a split, instance by instance.
 
     ``attention[i]``, ``gradient[i]`` and ``loo[i]`` are float arrays over the real tokens
     of instance ``indices[i]`` of the split, aligned to ``split.tokens[indices[i]]``.
     ``probs`` (N, C) are the model's output distributions, ``predicted`` (N,) their argmax,
     ``labels`` (N,) the true labels, ``indices`` (N,) the positions in the split
-    (increasing). ``settings`` records how the measures were computed.
+    (increasing), ``lengths`` (N,) the real tokens, ``excluded`` the split indices left out
+    (fewer than 2 real tokens). ``settings`` records how the measures were computed.
     """
 
     attention: list
     gradient: list
     loo: list
-    probs: np.ndarray
-    predicted: np.ndarray
-    labels: np.ndarray
-    indices: np.ndarray
     settings: dict = field(default_factory=dict)
-
-    def __len__(self) -> int:
-        return len(self.indices)
 
     def __repr__(self) -> str:
         counts = np.bincount(self.predicted, minlength=self.probs.shape[1]).tolist() if len(self) else []
         return f"ImportanceResult(n={len(self)}, predicted class counts={counts}, settings={self.settings})"
 
-    def lengths(self) -> np.ndarray:
-        """Real tokens per instance."""
-        return np.fromiter(map(len, self.attention), dtype=np.int64, count=len(self.attention))
-
     def padded(self, measure: str) -> np.ndarray:
         """One measure (``"attention"``, ``"gradient"`` or ``"loo"``) as an (N, T_max) array, 0-padded."""
         if measure not in _MEASURES:
             raise ValueError(f"unknown measure {measure!r}; choose one of {', '.join(_MEASURES)}")
-        return _pad(getattr(self, measure), self.lengths())
+        return _pad(getattr(self, measure), self.lengths)
 
 
 _MEASURES = ("attention", "gradient", "loo")
@@ -600,10 +591,6 @@ def importance(
         attention=attention,
         gradient=gradient,
         loo=loo,
-        probs=probs,
-        predicted=probs.argmax(-1),
-        labels=run.labels,
-        indices=run.indices.astype(np.int64),
         settings={
             "model": model.config.name,
             "split": getattr(split, "name", "batch"),
@@ -612,6 +599,7 @@ def importance(
             "max_instances": max_instances,
             "seed": run.seed,
         },
+        **run.instance_fields(probs),
     )
 
 
@@ -630,7 +618,7 @@ def _check_result(result) -> ImportanceResult:
     for name in ("attention", "gradient", "loo", "probs", "predicted", "labels"):
         if len(getattr(result, name)) != n:
             raise ValueError(f"ImportanceResult.{name} has {len(getattr(result, name))} entries but indices has {n}")
-    lengths = result.lengths()
+    lengths = result.lengths
     for name in ("gradient", "loo"):
         other = np.fromiter(map(len, getattr(result, name)), dtype=np.int64, count=n)
         if (other != lengths).any():
@@ -649,7 +637,7 @@ def instance_agreement(result: ImportanceResult) -> pd.DataFrame:
     attention), as in SciPy.
     """
     result = _check_result(result)
-    lengths = result.lengths()
+    lengths = result.lengths
     if (lengths < 2).any():
         raise ValueError("Kendall tau needs at least 2 tokens per instance; some instances have fewer")
     padded = {m: result.padded(m) for m in _MEASURES}
@@ -783,7 +771,7 @@ def rationale_recovery(result: ImportanceResult, rationales, k: int | None = Non
             f"pass the rationales of the split the result was computed on"
         )
     truth_list = [np.asarray(rationales[i], dtype=bool).reshape(-1) for i in indices.tolist()]
-    lengths = result.lengths()
+    lengths = result.lengths
     if (np.fromiter(map(len, truth_list), dtype=np.int64, count=len(truth_list)) != lengths).any():
         raise ValueError("each rationale must have one entry per token of its instance (is it the right split?)")
 

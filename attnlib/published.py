@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Published", "MODEL_F1", "UNIFORM_F1", "DIAGNOSTIC_F1", "JSD_VERY_DIFFERENT", "JSD_DIFFERENT_WP",
+__all__ = ["Published", "MODEL_F1", "UNIFORM_F1", "DIAGNOSTIC_F1", "DIAGNOSTIC_ADVERSARY_LAMBDA", "JSD_VERY_DIFFERENT", "JSD_DIFFERENT_WP",
            "ADVERSARY_FRACTION", "ADVERSARY_FRACTION_EPS", "lookup"]
 
 
@@ -58,6 +58,9 @@ DIAGNOSTIC_SOURCE = "Wiegreffe & Pinter 2019, Table 3"
 #: Checked against two independent copies of the typeset table. The paper's reading: the
 #: BiLSTM's attention is the best guide, and the adversary's is far WORSE than uniform on SST
 #: (.592) and IMDb (.700): it carries no information another model can use.
+#: The lambda of the adversary whose attention guides the diagnostic MLP (W&P footnote 8).
+DIAGNOSTIC_ADVERSARY_LAMBDA = 0.001
+
 DIAGNOSTIC_F1 = {
     dataset: {guide: Published(value, DIAGNOSTIC_SOURCE) for guide, value in zip(
         ("uniform", "trained MLP", "base LSTM", "adversary"), values)}

@@ -46,6 +46,7 @@ __all__ = [
     "GUIDE_NAMES",
     "PUBLISHED_TABLE3",
     "DIAGNOSTIC_CONFIG",
+    "ADVERSARY_LAMBDA",
     "guide_attention",
     "guided_dataset",
     "train_diagnostic",
@@ -58,6 +59,9 @@ GUIDE_NAMES = ("uniform", "trained")
 
 #: The diagnostic model: the Average encoder with a given attention (W&P 2019, Sec. 5).
 DIAGNOSTIC_CONFIG = ModelConfig(encoder="average", attention="given")
+
+#: The lambda of the adversary whose attention is Table 3's "adversary" guide (W&P footnote 8).
+ADVERSARY_LAMBDA = _published.DIAGNOSTIC_ADVERSARY_LAMBDA
 
 _TABLE3 = _published.DIAGNOSTIC_SOURCE
 

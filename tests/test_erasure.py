@@ -12,6 +12,8 @@ from attnlib.data import collate
 from attnlib.models import AttentionClassifier, ModelConfig
 
 
+# Its own data set (not conftest's tiny one): the calibrated model's rankings on these sentences have no
+# near-ties, so the chunking tests below can compare the erasure order exactly.
 @pytest.fixture(scope="module")
 def ds():
     return data.load_dataset("synthetic", n=200)

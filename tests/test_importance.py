@@ -22,7 +22,7 @@ from attnlib.importance import (
     rationale_recovery,
 )
 from attnlib.models import AttentionClassifier, ModelConfig, real_token_mask
-from attnlib.train import predict, train_model
+from attnlib.train import predict
 
 captum_attr = pytest.importorskip("captum.attr")
 
@@ -42,14 +42,14 @@ def _one_thread():
 
 
 @pytest.fixture(scope="module")
-def synthetic():
-    return data.load_dataset("synthetic", max_train=600, max_eval=100)
+def synthetic(tiny_dataset):
+    return tiny_dataset
 
 
 @pytest.fixture(scope="module")
-def trained(synthetic):
-    """average + tanh on the marker task: trained enough to find the markers (~1 s)."""
-    return train_model(synthetic, encoder="average", attention="tanh", epochs=3, progress=False, use_cache=False).model
+def trained(tiny_model):
+    """average + tanh on the marker task (conftest's shared tiny model): trained enough to find the markers."""
+    return tiny_model("average", "tanh", epochs=3)
 
 
 def untrained(vocab_size, encoder="lstm", attention="tanh", n_classes=2, seed=0):

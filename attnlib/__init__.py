@@ -59,6 +59,7 @@ _SUBMODULES = {
     "baselines": "experiments.baselines",
     "adversarial_training": "experiments.adversarial_training",
     "diagnostic": "experiments.diagnostic",
+    "identifiability": "experiments.identifiability",
     "viz": "presentation.viz",
     "widgets": "presentation.widgets",
     "exercises": "presentation.exercises",

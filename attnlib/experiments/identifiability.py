@@ -1,0 +1,253 @@
+"""Identifiability of attention (Brunner et al. 2020): when many attentions give one output.
+
+A head's output is ``A @ T``: the attention A (d_s x d_s, one row per query) times
+T = E W^V W^O_h (d_s x d_v, the value vectors through the head's slice of the output
+projection). Any A~ with ``A~ @ T = 0`` and ``A~ @ 1 = 0`` (rows still sum to 1) gives
+``(A + A~) @ T = A @ T``: the same output from a different attention. Such rows live in the
+left null space of [T, 1], whose dimension is at least d_s - rank(T) - 1 >= d_s - d_v - 1;
+once a sentence is longer than the head dimension, attention is not identifiable.
+
+* :func:`null_space_dim` -- d_s - rank(T) per sentence and head;
+* :func:`effective_attention` -- A projected onto the column space of T (A minus its part
+  in the null space), the only part of A that reaches the output;
+* :func:`alternative_attention` -- a concrete A + A~ with the same output, as far from A
+  as positivity allows.
+
+Everything is batched: ``T`` is ``(B, ..., S, d_v)`` and ``A`` is ``(B, ..., S, S)`` with any
+middle axes (layers, heads), padded to S, with ``lengths`` (B,) the real length of each
+sentence (every position the model attends to, [CLS] and [SEP] included). Each matrix is
+cropped to its own sentence's length before any SVD (never the padded length), and gets its
+own rank, with a tolerance relative to its largest singular value. Matrices of one length go
+through one batched numpy SVD (LAPACK per matrix, no thread pool: small SVDs on a busy torch
+thread pool were measured 100x slower). Results are float64 numpy arrays, padded with 0.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from .._checks import check_positive_int, check_seed
+
+__all__ = ["null_space_dim", "effective_attention", "alternative_attention", "Alternative", "rank_tolerance"]
+
+
+def rank_tolerance(singular_values: np.ndarray, shape: tuple[int, int], dtype) -> np.ndarray:
+    """The rank cut-off for each matrix: sigma_max x max(rows, cols) x eps of the input's dtype.
+
+    NumPy's ``matrix_rank`` default, applied per matrix. ``eps`` is that of the data's own
+    precision (float32 activations: 1.2e-7), since singular values below it are rounding.
+    ``singular_values``: (..., k), largest first. Returns (...,).
+    """
+    eps = np.finfo(dtype).eps if np.issubdtype(np.dtype(dtype), np.floating) else np.finfo(np.float64).eps
+    return singular_values[..., 0] * max(shape) * eps if singular_values.shape[-1] else np.zeros(singular_values.shape[:-1])
+
+
+# ----------------------------------------------------------------------------- checks
+def _as_array(x, name: str) -> np.ndarray:
+    try:
+        import torch
+
+        if isinstance(x, torch.Tensor):
+            x = x.detach().cpu().numpy()
+    except ImportError:  # pragma: no cover - torch is a dependency
+        pass
+    arr = np.asarray(x)
+    if not np.issubdtype(arr.dtype, np.floating):
+        raise ValueError(f"{name} must be a float array, got dtype {arr.dtype}")
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{name} has NaN or infinite entries")
+    return arr
+
+
+def _check_lengths(lengths, B: int, S: int) -> np.ndarray:
+    if lengths is None:
+        return np.full(B, S, dtype=np.int64)
+    arr = np.asarray(lengths)
+    if arr.ndim != 1 or arr.shape[0] != B or not np.issubdtype(arr.dtype, np.integer):
+        raise ValueError(f"lengths must be {B} integers (one per sentence), got {arr.dtype} of shape {arr.shape}")
+    if (arr < 1).any() or (arr > S).any():
+        raise ValueError(f"lengths must lie in [1, {S}] (the padded length), got {arr.min()}..{arr.max()}")
+    return arr.astype(np.int64)
+
+
+def _check_values(T, lengths) -> tuple[np.ndarray, np.ndarray]:
+    T = _as_array(T, "T")
+    if T.ndim < 3:
+        raise ValueError(f"T must be (B, ..., S, d_v): sentences, any head axes, tokens, value dims; got shape {T.shape}")
+    return T, _check_lengths(lengths, T.shape[0], T.shape[-2])
+
+
+def _check_attention(A, T: np.ndarray) -> np.ndarray:
+    A = _as_array(A, "A")
+    S = T.shape[-2]
+    if A.shape != (*T.shape[:-2], S, S):
+        raise ValueError(f"A must be (B, ..., S, S) = {(*T.shape[:-2], S, S)} to match T {T.shape}, got {A.shape}")
+    return A
+
+
+def _by_length(lengths: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
+    """(n, the sentences of length n), for each distinct length."""
+    for n in np.unique(lengths):
+        yield int(n), np.flatnonzero(lengths == n)
+
+
+def _left_basis(M: np.ndarray, dtype, full: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """U and a mask of U's columns that span the column space of each M (k, n, c).
+
+    ``full``: U is (k, n, n), so the columns outside the mask span the left null space;
+    otherwise U is (k, n, min(n, c)) (enough for the column space, and cheaper).
+    """
+    U, s, _ = np.linalg.svd(M, full_matrices=full)
+    tol = rank_tolerance(s, M.shape[-2:], dtype)
+    ranks = (s > tol[..., None]).sum(-1)  # (k,)
+    in_span = np.arange(U.shape[-1])[None, :] < ranks[:, None]
+    return U, in_span
+
+
+# ----------------------------------------------------------------------------- null space
+def null_space_dim(T, lengths=None) -> np.ndarray:
+    """d_s - rank(T) per sentence and head: the dimension of T's left null space.
+
+    ``T``: (B, ..., S, d_v), the value vectors times the head's output projection, padded
+    to S; ``lengths``: (B,) real lengths (None: all S). Each T is cropped to its sentence
+    (n x d_v) and ranked with :func:`rank_tolerance`. Returns an int array (B, ...).
+    Attention rows with an unchanged output also keep summing to 1, so the directions an
+    attention row can move in without changing the output number ``null_space_dim`` or one
+    fewer (see :func:`alternative_attention`).
+    """
+    T, lengths = _check_values(T, lengths)
+    B, middle, d_v = T.shape[0], T.shape[1:-2], T.shape[-1]
+    out = np.zeros((B, *middle), dtype=np.int64)
+    for n, rows in _by_length(lengths):
+        block = T[rows, ..., :n, :].astype(np.float64)  # (b, ..., n, d_v)
+        s = np.linalg.svd(block, compute_uv=False)
+        tol = rank_tolerance(s, (n, d_v), T.dtype)
+        out[rows] = n - (s > tol[..., None]).sum(-1)
+    return out
+
+
+# ----------------------------------------------------------------------------- effective attention
+def effective_attention(A, T, lengths=None) -> np.ndarray:
+    """Brunner's effective attention: each row of A projected onto the column space of T.
+
+    A - (its projection onto T's left null space) = A P with P = U_r U_r^T, U_r the left
+    singular vectors of the cropped T with singular values above :func:`rank_tolerance`.
+    The output is unchanged (A_eff T = A T) but the rows need not sum to 1 or stay
+    non-negative: plot them on a diverging scale. Where n <= rank(T) it is A itself.
+    ``A``: (B, ..., S, S) queries x keys; ``T``: (B, ..., S, d_v). Returns (B, ..., S, S)
+    float64, 0 outside each sentence.
+    """
+    T, lengths = _check_values(T, lengths)
+    A = _check_attention(A, T)
+    out = np.zeros(A.shape, dtype=np.float64)
+    for n, rows in _by_length(lengths):
+        t = T[rows, ..., :n, :].astype(np.float64)
+        a = A[rows, ..., :n, :n].astype(np.float64)
+        flat_t = t.reshape(-1, n, t.shape[-1])
+        U, in_span = _left_basis(flat_t, T.dtype, full=False)  # U (k, n, min(n, d_v))
+        Ur = U * in_span[:, None, :]  # drop the columns outside the column space
+        out[rows, ..., :n, :n] = ((a.reshape(-1, n, n) @ Ur) @ np.swapaxes(Ur, -1, -2)).reshape(a.shape)
+    return out
+
+
+# ----------------------------------------------------------------------------- alternative attention
+class Alternative:
+    """An attention with the same head output as A (from :func:`alternative_attention`).
+
+    attention:     (B, ..., S, S) A + A~: rows sum to 1 and are >= 0 (up to rounding).
+    change:        (B, ..., S, S) A~ itself.
+    output_change: (B, ...) max |A~ T| over the sentence's rows and value dims (rounding: ~1e-15
+                   relative in float64 arithmetic, more for float32 inputs).
+    output_scale:  (B, ...) max |A T|, for scale.
+    jsd:           (B, ..., S) JSD(A_i, A_i + A~_i) per query row (natural logs; 0 off the sentence).
+    null_dim:      (B, ...) the dimension of the directions a row may move in
+                   (left null space of [T, 1]).
+    """
+
+    def __init__(self, attention, change, output_change, output_scale, jsd, null_dim):
+        self.attention, self.change = attention, change
+        self.output_change, self.output_scale = output_change, output_scale
+        self.jsd, self.null_dim = jsd, null_dim
+
+    def __repr__(self) -> str:
+        return (f"Alternative(shape={self.attention.shape}, max output change {self.output_change.max():.2e}, "
+                f"mean row JSD {self.jsd.mean():.3f})")
+
+
+def _row_jsd(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    m = 0.5 * (p + q)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kp = np.where(p > 0, p * np.log(p / m), 0.0)
+        kq = np.where(q > 0, q * np.log(q / m), 0.0)
+    return np.clip(0.5 * kp.sum(-1) + 0.5 * kq.sum(-1), 0.0, np.log(2.0))
+
+
+def alternative_attention(A, T, lengths=None, *, seed: int = 0, target: str = "random",
+                          n_candidates: int = 16) -> Alternative:
+    """A + A~ with the same head output as A: A~ T = 0, A~ 1 = 0 and A + A~ >= 0.
+
+    Per query row i and candidate target distribution g (``target="random"``:
+    ``n_candidates`` Dirichlet(0.5) draws over the sentence's tokens, seeded by (``seed``,
+    sentence); ``"uniform"``: the one target 1/n): the direction d = the projection of
+    g - A_i onto the left null space of [T, 1] (moving along it changes neither the output nor
+    the row sum), and the step c d with the largest c that keeps A_i + c d >= 0 (positivity
+    is the only limit). Of the candidates, the row keeps the one farthest from A_i in JSD.
+    Where the null space is empty (n <= rank [T, 1]) A~_i = 0. A row whose small weights
+    block every direction moves little: softmax rows have no exact zeros, but tiny weights
+    stop a step early. Rows of A must be distributions over the sentence.
+    """
+    T, lengths = _check_values(T, lengths)
+    A = _check_attention(A, T)
+    seed = check_seed(seed)
+    if target not in ("random", "uniform"):
+        raise ValueError(f"target must be 'random' or 'uniform', got {target!r}")
+    m = 1 if target == "uniform" else check_positive_int(n_candidates, "n_candidates")
+    middle = T.shape[1:-2]
+    heads = int(np.prod(middle, dtype=np.int64))
+    change = np.zeros(A.shape, dtype=np.float64)
+    out_change = np.zeros(T.shape[:-2], dtype=np.float64)
+    out_scale = np.zeros(T.shape[:-2], dtype=np.float64)
+    jsd = np.zeros(A.shape[:-1], dtype=np.float64)
+    null_dim = np.zeros(T.shape[:-2], dtype=np.int64)
+    for n, rows in _by_length(lengths):
+        a = A[rows, ..., :n, :n].astype(np.float64)
+        if (a < -1e-6).any() or np.abs(a.sum(-1) - 1.0).max() > 1e-4:
+            raise ValueError("each row of A must be a distribution over the sentence's tokens (>= 0, summing to 1)")
+        k = len(rows) * heads
+        flat_a = np.clip(a, 0.0, None).reshape(k, n, n)
+        flat_t = T[rows, ..., :n, :].astype(np.float64).reshape(k, n, -1)
+        U, in_span = _left_basis(np.concatenate([flat_t, np.ones((k, n, 1))], axis=-1), T.dtype)  # [T, 1]
+        N = U * (~in_span)[:, None, :]  # the null-space columns
+        PN = N @ np.swapaxes(N, -1, -2)  # (k, n, n), symmetric: the projector onto the null space
+        if target == "uniform":
+            goals = np.full((len(rows), m, n), 1.0 / n)
+        else:
+            goals = np.stack([np.random.default_rng([seed, int(r)]).dirichlet(np.full(n, 0.5), size=m) for r in rows])
+        goals = np.repeat(goals, heads, axis=0)  # (k, m, n): one set of targets per sentence
+        best_delta = np.zeros((k, n, n))
+        best_jsd = np.zeros((k, n))
+        step = max(1, _CANDIDATE_BUDGET // (n * n * m))  # heads per tensor program
+        for lo in range(0, k, step):
+            sl = slice(lo, lo + step)
+            d = (goals[sl, None, :, :] - flat_a[sl, :, None, :]) @ PN[sl, None]  # (s, n rows, m, n)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                limits = np.where(d < -1e-12, flat_a[sl, :, None, :] / -d, np.inf)
+            c = limits.min(-1, keepdims=True)
+            c = np.where(np.isfinite(c), c, 0.0)  # d >= 0 everywhere only when d = 0
+            moved = np.clip(flat_a[sl, :, None, :] + c * d, 0.0, None)
+            far = _row_jsd(flat_a[sl, :, None, :], moved)  # (s, n, m)
+            pick = far.argmax(-1)
+            best_delta[sl] = np.take_along_axis(c * d, pick[..., None, None], axis=2)[:, :, 0]
+            best_jsd[sl] = np.take_along_axis(far, pick[..., None], axis=2)[..., 0]
+        change[rows, ..., :n, :n] = best_delta.reshape(a.shape)
+        out_change[rows] = np.abs(best_delta @ flat_t).max(axis=(-2, -1)).reshape(len(rows), *middle)
+        out_scale[rows] = np.abs(flat_a @ flat_t).max(axis=(-2, -1)).reshape(len(rows), *middle)
+        jsd[rows, ..., :n] = best_jsd.reshape(a.shape[:-1])
+        null_dim[rows] = (~in_span).sum(-1).reshape(len(rows), *middle)
+    attention = np.clip(A.astype(np.float64) + change, 0.0, None)
+    return Alternative(attention, change, out_change, out_scale, jsd, null_dim)
+
+
+#: Elements of the (heads, rows, candidates, tokens) array one step of alternative_attention builds.
+_CANDIDATE_BUDGET = 2**22

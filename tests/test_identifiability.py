@@ -60,7 +60,7 @@ def test_null_space_dim_is_length_minus_head_dim_once_longer():
 def test_tolerance_is_relative_to_the_largest_singular_value():
     rng = np.random.default_rng(2)
     T = rng.normal(size=(1, 1, 10, 4))
-    T[..., 3] = T[..., 2] * (1 + 1e-12)  # numerically rank 3
+    T[..., 3] = T[..., 2] * (1 + 1e-15)  # numerically rank 3
     small, large = T * 1e-8, T * 1e8
     assert idf.null_space_dim(small)[0, 0] == idf.null_space_dim(large)[0, 0] == 7
 
@@ -175,3 +175,29 @@ def test_properties_on_random_heads(n, d_v, heads, seed):
 def test_bad_input_gets_a_clear_error(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_reduced_values_have_the_same_null_space_and_projection_as_the_full_T():
+    rng = np.random.default_rng(9)
+    lengths = np.array([3, 7, 12])
+    B, L, H, S, d_v, d_model = 3, 2, 3, 12, 4, 10
+    V = rng.normal(size=(B, L, H, S, d_v))
+    W = rng.normal(size=(L, H, d_v, d_model))
+    W[1, 2, 3] = W[1, 2, 2]  # one head's W_O has rank 3: T has rank <= 3 there
+    T_full = V @ W  # (B, L, H, S, d_model)
+    T_red = idf.reduce_values(V, W)
+    assert T_red.shape == (B, L, H, S, d_v)
+    np.testing.assert_array_equal(idf.null_space_dim(T_red, lengths), idf.null_space_dim(T_full, lengths))
+    assert (idf.null_space_dim(T_red, lengths)[2, 1, 2] == 12 - 3)
+    A = np.zeros((B, L, H, S, S))
+    for b, n in enumerate(lengths):
+        A[b, ..., :n, :n] = _softmax(rng.normal(size=(L, H, n, n)))
+    np.testing.assert_allclose(idf.effective_attention(A, T_red, lengths), idf.effective_attention(A, T_full, lengths),
+                               atol=1e-10)
+    for b, n in enumerate(lengths):  # same singular values
+        s_full = np.linalg.svd(T_full[b, ..., :n, :], compute_uv=False)
+        s_red = np.linalg.svd(T_red[b, ..., :n, :], compute_uv=False)
+        k = min(s_full.shape[-1], s_red.shape[-1])
+        np.testing.assert_allclose(s_red[..., :k], s_full[..., :k], atol=1e-10)
+    with pytest.raises(ValueError, match="output_projection"):
+        idf.reduce_values(V, W[..., :3, :])

@@ -29,18 +29,28 @@ import numpy as np
 
 from .._checks import check_positive_int, check_seed
 
-__all__ = ["null_space_dim", "effective_attention", "alternative_attention", "Alternative", "rank_tolerance"]
+__all__ = ["null_space_dim", "effective_attention", "alternative_attention", "Alternative", "rank_tolerance",
+           "reduce_values", "RTOL_EPS"]
 
 
-def rank_tolerance(singular_values: np.ndarray, shape: tuple[int, int], dtype) -> np.ndarray:
-    """The rank cut-off for each matrix: sigma_max x max(rows, cols) x eps of the input's dtype.
+#: The rank cut-off, relative to a matrix's largest singular value, in units of the data's
+#: machine epsilon: singular values below RTOL_EPS x eps x sigma_max count as zero. It does
+#: not depend on the matrix's shape, so T (S x d_model) and its reduced stand-in (S x d_v,
+#: :func:`reduce_values`) get the same rank. float32 activations: 1.2e-5 x sigma_max.
+RTOL_EPS = 100
 
-    NumPy's ``matrix_rank`` default, applied per matrix. ``eps`` is that of the data's own
-    precision (float32 activations: 1.2e-7), since singular values below it are rounding.
-    ``singular_values``: (..., k), largest first. Returns (...,).
+
+def rank_tolerance(singular_values: np.ndarray, dtype) -> np.ndarray:
+    """The rank cut-off for each matrix: sigma_max x RTOL_EPS x eps of the data's dtype.
+
+    ``eps`` is that of the data's own precision (float32 activations: 1.2e-7), since
+    singular values near it are rounding. ``singular_values``: (..., k), largest first.
+    Returns (...,).
     """
     eps = np.finfo(dtype).eps if np.issubdtype(np.dtype(dtype), np.floating) else np.finfo(np.float64).eps
-    return singular_values[..., 0] * max(shape) * eps if singular_values.shape[-1] else np.zeros(singular_values.shape[:-1])
+    if not singular_values.shape[-1]:
+        return np.zeros(singular_values.shape[:-1])
+    return singular_values[..., 0] * RTOL_EPS * eps
 
 
 # ----------------------------------------------------------------------------- checks
@@ -99,10 +109,38 @@ def _left_basis(M: np.ndarray, dtype, full: bool = True) -> tuple[np.ndarray, np
     otherwise U is (k, n, min(n, c)) (enough for the column space, and cheaper).
     """
     U, s, _ = np.linalg.svd(M, full_matrices=full)
-    tol = rank_tolerance(s, M.shape[-2:], dtype)
+    tol = rank_tolerance(s, dtype)
     ranks = (s > tol[..., None]).sum(-1)  # (k,)
     in_span = np.arange(U.shape[-1])[None, :] < ranks[:, None]
     return U, in_span
+
+
+# ----------------------------------------------------------------------------- T, reduced
+def reduce_values(values, output_projection) -> np.ndarray:
+    """A (B, ..., S, r) stand-in for T = V W_O with T's singular values and left singular vectors.
+
+    ``values``: V (B, ..., S, d_v), a head's value vectors per sentence; ``output_projection``:
+    W_O (..., d_v, d_model), the head's slice of the output projection (one per head, shared by
+    every sentence). With W_O = P diag(s) Q^T (thin SVD, the r singular values above
+    :func:`rank_tolerance`), T = (V P_r diag(s_r)) Q_r^T and Q_r has orthonormal columns, so
+    T' = V P_r diag(s_r) has the same singular values and left singular vectors as T: the same
+    null space, rank and column-space projector, from an S x r matrix (r <= d_v) instead of
+    S x d_model. W_O's SVD runs once per head, not once per sentence. Computed in float64 and
+    returned in the inputs' precision, with the columns past a head's rank r set to 0 (so
+    every head has d_v columns).
+    """
+    V = _as_array(values, "values")
+    W = _as_array(output_projection, "output_projection")
+    if V.ndim < 3 or W.ndim < 2 or W.shape[-2] != V.shape[-1] or W.shape[:-2] != V.shape[1:-2]:
+        raise ValueError(
+            f"values must be (B, ..., S, d_v) and output_projection (..., d_v, d_model) with the same head "
+            f"axes and d_v; got {V.shape} and {W.shape}"
+        )
+    P, sv, _ = np.linalg.svd(W.astype(np.float64), full_matrices=False)  # (..., d_v, k), (..., k)
+    keep = sv > rank_tolerance(sv, W.dtype)[..., None]
+    scale = P * (sv * keep)[..., None, :]  # (..., d_v, k): P_r diag(s_r), zero past the rank
+    dtype = np.result_type(V.dtype, W.dtype)  # keeps the data's precision (and so its rank tolerance)
+    return (V.astype(np.float64) @ scale).astype(dtype)  # broadcasts over sentences
 
 
 # ----------------------------------------------------------------------------- null space
@@ -122,7 +160,7 @@ def null_space_dim(T, lengths=None) -> np.ndarray:
     for n, rows in _by_length(lengths):
         block = T[rows, ..., :n, :].astype(np.float64)  # (b, ..., n, d_v)
         s = np.linalg.svd(block, compute_uv=False)
-        tol = rank_tolerance(s, (n, d_v), T.dtype)
+        tol = rank_tolerance(s, T.dtype)
         out[rows] = n - (s > tol[..., None]).sum(-1)
     return out
 

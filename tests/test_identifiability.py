@@ -83,7 +83,9 @@ def test_effective_attention_keeps_the_output_and_drops_the_null_part():
     rng = np.random.default_rng(4)
     lengths = np.array([3, 8, 11])
     A, T = _heads(rng, lengths, heads=2, d_v=4)
-    eff = idf.effective_attention(A, T, lengths)
+    eff, dims = idf.effective_attention(A, T, lengths, with_null_dim=True)
+    np.testing.assert_array_equal(dims, idf.null_space_dim(T, lengths))
+    np.testing.assert_array_equal(eff, idf.effective_attention(A, T, lengths))
     for b, n in enumerate(lengths):
         a, t, e = A[b, :, :n, :n], T[b, :, :n], eff[b, :, :n, :n]
         np.testing.assert_allclose(e @ t, a @ t, atol=1e-10)  # same output

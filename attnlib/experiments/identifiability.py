@@ -27,7 +27,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from .._checks import check_positive_int, check_seed
+from .._checks import check_bool, check_positive_int, check_seed
 
 __all__ = ["null_space_dim", "effective_attention", "alternative_attention", "Alternative", "rank_tolerance",
            "reduce_values", "RTOL_EPS"]
@@ -166,7 +166,7 @@ def null_space_dim(T, lengths=None) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- effective attention
-def effective_attention(A, T, lengths=None) -> np.ndarray:
+def effective_attention(A, T, lengths=None, *, with_null_dim: bool = False):
     """Brunner's effective attention: each row of A projected onto the column space of T.
 
     A - (its projection onto T's left null space) = A P with P = U_r U_r^T, U_r the left
@@ -174,11 +174,14 @@ def effective_attention(A, T, lengths=None) -> np.ndarray:
     The output is unchanged (A_eff T = A T) but the rows need not sum to 1 or stay
     non-negative: plot them on a diverging scale. Where n <= rank(T) it is A itself.
     ``A``: (B, ..., S, S) queries x keys; ``T``: (B, ..., S, d_v). Returns (B, ..., S, S)
-    float64, 0 outside each sentence.
+    float64, 0 outside each sentence; with ``with_null_dim=True`` also
+    :func:`null_space_dim` from the same SVDs, as ``(effective, null_dim)``.
     """
     T, lengths = _check_values(T, lengths)
     A = _check_attention(A, T)
+    check_bool(with_null_dim, "with_null_dim")
     out = np.zeros(A.shape, dtype=np.float64)
+    dims = np.zeros(T.shape[:-2], dtype=np.int64)
     for n, rows in _by_length(lengths):
         t = T[rows, ..., :n, :].astype(np.float64)
         a = A[rows, ..., :n, :n].astype(np.float64)
@@ -186,7 +189,8 @@ def effective_attention(A, T, lengths=None) -> np.ndarray:
         U, in_span = _left_basis(flat_t, T.dtype, full=False)  # U (k, n, min(n, d_v))
         Ur = U * in_span[:, None, :]  # drop the columns outside the column space
         out[rows, ..., :n, :n] = ((a.reshape(-1, n, n) @ Ur) @ np.swapaxes(Ur, -1, -2)).reshape(a.shape)
-    return out
+        dims[rows] = (n - in_span.sum(-1)).reshape(dims[rows].shape)
+    return (out, dims) if with_null_dim else out
 
 
 # ----------------------------------------------------------------------------- alternative attention

@@ -26,8 +26,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import numpy as np
+import torch
 
-from .._checks import check_bool, check_positive_int, check_seed
+from .. import metrics
+from .._checks import as_tensor, check_bool, check_distribution, check_finite, check_positive_int, check_seed
 
 __all__ = ["null_space_dim", "effective_attention", "alternative_attention", "Alternative", "rank_tolerance",
            "reduce_values", "RTOL_EPS"]
@@ -55,19 +57,12 @@ def rank_tolerance(singular_values: np.ndarray, dtype) -> np.ndarray:
 
 # ----------------------------------------------------------------------------- checks
 def _as_array(x, name: str) -> np.ndarray:
-    try:
-        import torch
-
-        if isinstance(x, torch.Tensor):
-            x = x.detach().cpu().numpy()
-    except ImportError:  # pragma: no cover - torch is a dependency
-        pass
-    arr = np.asarray(x)
-    if not np.issubdtype(arr.dtype, np.floating):
-        raise ValueError(f"{name} must be a float array, got dtype {arr.dtype}")
-    if not np.isfinite(arr).all():
-        raise ValueError(f"{name} has NaN or infinite entries")
-    return arr
+    """A finite float numpy array (from numpy or torch), or a ValueError naming ``name``."""
+    t, _ = as_tensor(x, name, dtype=None)
+    if not t.is_floating_point():
+        raise ValueError(f"{name} must be a float array, got dtype {t.dtype}")
+    check_finite(t, name)
+    return t.detach().cpu().numpy()
 
 
 def _check_lengths(lengths, B: int, S: int) -> np.ndarray:
@@ -217,14 +212,6 @@ class Alternative:
                 f"mean row JSD {self.jsd.mean():.3f})")
 
 
-def _row_jsd(p: np.ndarray, q: np.ndarray) -> np.ndarray:
-    m = 0.5 * (p + q)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        kp = np.where(p > 0, p * np.log(p / m), 0.0)
-        kq = np.where(q > 0, q * np.log(q / m), 0.0)
-    return np.clip(0.5 * kp.sum(-1) + 0.5 * kq.sum(-1), 0.0, np.log(2.0))
-
-
 def alternative_attention(A, T, lengths=None, *, seed: int = 0, target: str = "random",
                           n_candidates: int = 16) -> Alternative:
     """A + A~ with the same head output as A: A~ T = 0, A~ 1 = 0 and A + A~ >= 0.
@@ -254,8 +241,10 @@ def alternative_attention(A, T, lengths=None, *, seed: int = 0, target: str = "r
     null_dim = np.zeros(T.shape[:-2], dtype=np.int64)
     for n, rows in _by_length(lengths):
         a = A[rows, ..., :n, :n].astype(np.float64)
-        if (a < -1e-6).any() or np.abs(a.sum(-1) - 1.0).max() > 1e-4:
-            raise ValueError("each row of A must be a distribution over the sentence's tokens (>= 0, summing to 1)")
+        try:
+            check_distribution(torch.from_numpy(a), "A")
+        except ValueError as err:
+            raise ValueError(f"each row of A must be a distribution over the sentence's tokens: {err}") from None
         k = len(rows) * heads
         flat_a = np.clip(a, 0.0, None).reshape(k, n, n)
         flat_t = T[rows, ..., :n, :].astype(np.float64).reshape(k, n, -1)
@@ -278,7 +267,7 @@ def alternative_attention(A, T, lengths=None, *, seed: int = 0, target: str = "r
             c = limits.min(-1, keepdims=True)
             c = np.where(np.isfinite(c), c, 0.0)  # d >= 0 everywhere only when d = 0
             moved = np.clip(flat_a[sl, :, None, :] + c * d, 0.0, None)
-            far = _row_jsd(flat_a[sl, :, None, :], moved)  # (s, n, m)
+            far = metrics.jsd(np.broadcast_to(flat_a[sl, :, None, :], moved.shape), moved, check=False)  # (s, n, m)
             pick = far.argmax(-1)
             best_delta[sl] = np.take_along_axis(c * d, pick[..., None, None], axis=2)[:, :, 0]
             best_jsd[sl] = np.take_along_axis(far, pick[..., None], axis=2)[..., 0]

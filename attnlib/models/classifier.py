@@ -83,6 +83,10 @@ class ModelConfig:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    def build(self, vocab_size: int, embeddings: np.ndarray | None = None) -> "AttentionClassifier":
+        """A fresh model for a vocabulary (what :func:`attnlib.train.load_or_train` calls)."""
+        return AttentionClassifier(vocab_size, self, embeddings=embeddings)
+
 
 @dataclass
 class Encoded:

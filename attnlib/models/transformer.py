@@ -1,0 +1,273 @@
+"""A small BERT-style classifier, trained from scratch: the book's transformer.
+
+Inputs are J&W's batches (:class:`attnlib.data.Batch`): ``<SOS> w1 ... wn <EOS>``. The
+``<SOS>`` position plays BERT's [CLS] (its state after the last layer feeds the output
+layer) and ``<EOS>`` plays [SEP]. Words start from GloVe 6B 50d, as in every model of the
+book, projected to ``d_model = heads x head_dim`` and added to learned position embeddings.
+
+Each of the ``layers`` layers is pre-LayerNorm (LayerNorm -> multi-head self-attention ->
+residual, LayerNorm -> feed-forward (GELU) -> residual): pre-LN trains from scratch without
+the careful warm-up post-LN BERT needs, and a head still adds ``A (X W^V + b^V) W^O_h`` to
+the residual stream, which is all Brunner et al.'s identifiability argument uses.
+Every position attends to every real position ([CLS] and [SEP] included), never to padding.
+
+The model meets the intervention protocol (:mod:`attnlib.models.protocol`) with one site per
+(layer, head), and shares its trace and edits with the pretrained family
+(:mod:`attnlib.models.heads`).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from .._checks import check_positive_int, check_positive_number
+from ..data import PAD
+from .heads import Trace, apply_edits, check_edits, flatten_candidates
+from .protocol import Site, SiteState
+
+__all__ = ["TransformerConfig", "TransformerOutput", "TransformerClassifier"]
+
+
+@dataclass(frozen=True)
+class TransformerConfig:
+    """What to build: layers, heads and the head dimension d_v (d_model = heads x head_dim)."""
+
+    layers: int = 4
+    heads: int = 4
+    head_dim: int = 32
+    embed_dim: int = 50
+    ffn_mult: int = 4
+    dropout: float = 0.1
+    max_positions: int = 256
+    n_classes: int = 2
+
+    def __post_init__(self):
+        for name in ("layers", "heads", "head_dim", "embed_dim", "ffn_mult", "max_positions"):
+            check_positive_int(getattr(self, name), name)
+        check_positive_int(self.n_classes, "n_classes", minimum=2)
+        check_positive_number(self.dropout, "dropout", allow_zero=True)
+        if self.dropout >= 1:
+            raise ValueError(f"dropout must be below 1, got {self.dropout}")
+
+    @property
+    def d_model(self) -> int:
+        return self.heads * self.head_dim
+
+    @property
+    def hidden_size(self) -> int:
+        return self.d_model
+
+    @property
+    def name(self) -> str:
+        return f"transformer {self.layers}x{self.heads} d_v={self.head_dim}"
+
+    def to_dict(self) -> dict:
+        return {"family": "transformer", **asdict(self)}
+
+    def build(self, vocab_size: int, embeddings: np.ndarray | None = None) -> "TransformerClassifier":
+        """A fresh model for a vocabulary (what :func:`attnlib.train.load_or_train` calls)."""
+        return TransformerClassifier(vocab_size, self, embeddings=embeddings)
+
+
+@dataclass
+class TransformerOutput:
+    """A forward pass: the output distribution and its logits."""
+
+    probs: torch.Tensor  # (B, C)
+    logits: torch.Tensor  # (B, 1) for binary, (B, C) otherwise
+
+    @property
+    def prediction(self) -> torch.Tensor:
+        return self.probs.argmax(-1)
+
+
+class _Layer(nn.Module):
+    """One pre-LN transformer layer, split into its attention (probs, values) and the rest."""
+
+    def __init__(self, config: TransformerConfig):
+        super().__init__()
+        d, self.h, self.dv = config.d_model, config.heads, config.head_dim
+        self.norm1 = nn.LayerNorm(d)
+        self.qkv = nn.Linear(d, 3 * d)
+        self.out = nn.Linear(d, d)
+        self.norm2 = nn.LayerNorm(d)
+        self.ffn = nn.Sequential(nn.Linear(d, config.ffn_mult * d), nn.GELU(), nn.Linear(config.ffn_mult * d, d))
+        self.drop = nn.Dropout(config.dropout)
+        self.scale = 1.0 / math.sqrt(self.dv)
+
+    def attend(self, x: torch.Tensor, key_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Attention probabilities (B, h, T, T) and values (B, h, T, d_v) of the layer input x (B, T, d)."""
+        B, T, _ = x.shape
+        q, k, v = self.qkv(self.norm1(x)).view(B, T, 3, self.h, self.dv).permute(2, 0, 3, 1, 4)
+        scores = torch.matmul(q, k.transpose(-1, -2)) * self.scale
+        scores = scores.masked_fill(~key_mask[:, None, None, :], float("-inf"))
+        return torch.softmax(scores, dim=-1), v
+
+    def finish(self, x: torch.Tensor, probs: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        """The layer's output from its input x, attention probs and values."""
+        B, _, T, _ = v.shape
+        heads = torch.matmul(probs, v).transpose(1, 2).reshape(B, T, self.h * self.dv)
+        x = x + self.drop(self.out(heads))
+        return x + self.drop(self.ffn(self.norm2(x)))
+
+    def output_projection(self) -> torch.Tensor:
+        """(h, d_v, d_model): head h's slice of W^O (the head adds probs @ v_h @ this)."""
+        return self.out.weight.t().reshape(self.h, self.dv, -1)
+
+
+class TransformerClassifier(nn.Module):
+    """A small BERT-style classifier (see the module docstring). ``model(batch)`` -> :class:`TransformerOutput`.
+
+    Args:
+        vocab_size: rows of the embedding table (ids PAD=0, UNK=1, SOS=2, EOS=3, words...).
+        config: a :class:`TransformerConfig`.
+        embeddings: optional (vocab_size, embed_dim) initial word embeddings (GloVe); trainable.
+    """
+
+    has_own_attention = True
+
+    def __init__(self, vocab_size: int, config: TransformerConfig = TransformerConfig(),
+                 embeddings: np.ndarray | None = None):
+        super().__init__()
+        check_positive_int(vocab_size, "vocab_size", minimum=5)
+        if not isinstance(config, TransformerConfig):
+            raise ValueError(f"config must be a TransformerConfig, got {type(config).__name__}")
+        self.config, self.vocab_size = config, vocab_size
+        d = config.d_model
+        self.embedding = nn.Embedding(vocab_size, config.embed_dim, padding_idx=PAD)
+        if embeddings is not None:
+            emb = torch.as_tensor(np.asarray(embeddings), dtype=torch.float32)
+            if emb.shape != (vocab_size, config.embed_dim):
+                raise ValueError(f"embeddings must have shape ({vocab_size}, {config.embed_dim}), got {tuple(emb.shape)}")
+            with torch.no_grad():
+                self.embedding.weight.copy_(emb)
+                self.embedding.weight[PAD].zero_()
+        self.project = nn.Linear(config.embed_dim, d)
+        self.positions = nn.Embedding(config.max_positions, d)
+        nn.init.normal_(self.positions.weight, std=0.02)
+        self.embed_norm = nn.LayerNorm(d)
+        self.drop = nn.Dropout(config.dropout)
+        self.layers = nn.ModuleList(_Layer(config) for _ in range(config.layers))
+        self.norm = nn.LayerNorm(d)
+        self.decoder = nn.Linear(d, 1 if config.n_classes == 2 else config.n_classes)
+        self.sites = tuple(Site(layer, head) for layer in range(config.layers) for head in range(config.heads))
+
+    @property
+    def n_classes(self) -> int:
+        return self.config.n_classes
+
+    @property
+    def hidden_size(self) -> int:
+        return self.config.d_model
+
+    # ------------------------------------------------------------------ steps
+    def _tokens(self, x) -> torch.Tensor:
+        tokens = getattr(x, "tokens", x)
+        if not isinstance(tokens, torch.Tensor) or tokens.ndim != 2 or tokens.dtype != torch.long:
+            raise ValueError("expected a Batch or a LongTensor of token ids with shape (B, T)")
+        if tokens.shape[1] > self.config.max_positions:
+            raise ValueError(
+                f"a sentence of {tokens.shape[1]} tokens is longer than the model's {self.config.max_positions} "
+                f"positions (TransformerConfig.max_positions); crop it"
+            )
+        if tokens.shape[1] < 2:
+            raise ValueError("every instance must be wrapped as <SOS> ... <EOS>")
+        return tokens.to(self.embedding.weight.device)
+
+    def embed(self, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Input states (B, T, d) and the key mask (B, T) of the real positions."""
+        key_mask = tokens != PAD
+        if not bool(key_mask[:, 0].all()):
+            raise ValueError("empty instance: every row needs at least <SOS> <EOS>")
+        pos = torch.arange(tokens.shape[1], device=tokens.device)
+        x = self.embed_norm(self.project(self.embedding(tokens)) + self.positions(pos)[None])
+        return self.drop(x), key_mask
+
+    def probabilities(self, logits: torch.Tensor) -> torch.Tensor:
+        """Class distribution from logits: [1 - sigmoid, sigmoid] for binary, softmax otherwise."""
+        if self.config.n_classes == 2:
+            p = torch.sigmoid(logits)
+            return torch.cat([1 - p, p], dim=-1)
+        return torch.softmax(logits, dim=-1)
+
+    def _top(self, x: torch.Tensor, key_mask: torch.Tensor, start: int, edits: dict) -> torch.Tensor:
+        for index in range(start, len(self.layers)):
+            layer = self.layers[index]
+            probs, v = layer.attend(x, key_mask)
+            x = layer.finish(x, apply_edits(probs, edits.get(index), key_mask), v)
+        return self.decoder(self.norm(x[:, 0]))
+
+    # ------------------------------------------------------------------ forward
+    def forward(self, x, edits=None) -> TransformerOutput:
+        """Output for a Batch (or (B, T) ids), with ``edits`` {Site: edit} applied (see attnlib.models.heads)."""
+        edits = check_edits(edits, self.config.layers, self.config.heads)
+        tokens = self._tokens(x)
+        h, key_mask = self.embed(tokens)
+        logits = self._top(h, key_mask, 0, edits)
+        return TransformerOutput(probs=self.probabilities(logits), logits=logits)
+
+    @torch.no_grad()
+    def trace(self, x) -> Trace:
+        """Per layer and head: attention, values, output projection; and the hidden states (eval mode, no grad)."""
+        was_training = self.training
+        self.eval()
+        try:
+            tokens = self._tokens(x)
+            h, key_mask = self.embed(tokens)
+            states, attentions, values = [h], [], []
+            for layer in self.layers:
+                probs, v = layer.attend(h, key_mask)
+                h = layer.finish(h, probs, v)
+                attentions.append(probs)
+                values.append(v)
+                states.append(h)
+        finally:
+            self.train(was_training)
+        m = key_mask.to(h.dtype)
+        attentions = torch.stack(attentions, 1) * m[:, None, None, :, None]  # padded query rows -> 0
+        values = torch.stack(values, 1) * m[:, None, None, :, None]
+        hidden = torch.stack(states, 1) * m[:, None, :, None]
+        projection = torch.stack([layer.output_projection() for layer in self.layers]).detach()
+        return Trace(tokens=tokens, lengths=key_mask.sum(-1), key_mask=key_mask, attentions=attentions,
+                     values=values, output_projection=projection, hidden_states=hidden)
+
+    # ------------------------------------------------------------------ the protocol
+    def site_state(self, batch, site: Site | None = None) -> SiteState:
+        """The layers below ``site`` run once; the head's own rows (B, T, T) and the key mask (B, T).
+
+        Rows of padding queries are the softmax over the real keys (valid distributions that
+        reach nothing the output reads).
+        """
+        site = Site(0, 0) if site is None else site
+        if site not in self.sites:
+            raise ValueError(f"{site} is outside the model ({self.config.layers} layers x {self.config.heads} heads)")
+        tokens = self._tokens(batch)
+        h, key_mask = self.embed(tokens)
+        for layer in self.layers[: site.layer]:
+            probs, v = layer.attend(h, key_mask)
+            h = layer.finish(h, probs, v)
+        probs, v = self.layers[site.layer].attend(h, key_mask)
+        return SiteState(attention=probs[:, site.head], mask=key_mask, site=site, inputs=(h, probs, v))
+
+    def decode_at(self, state: SiteState, attention: torch.Tensor) -> torch.Tensor:
+        """Probabilities (B, K..., C) for the head's rows replaced by ``attention`` (B, K..., T, T)."""
+        h, probs, v = state.inputs
+        B, T = state.mask.shape
+        flat, cand, K = flatten_candidates(attention.to(probs.dtype), B, T)
+        site = state.site
+        rep = lambda t: t.repeat_interleave(K, dim=0) if K > 1 else t  # noqa: E731
+        h, probs, v, key_mask = rep(h), rep(probs), rep(v), rep(state.mask)
+        layer = self.layers[site.layer]
+        probs = apply_edits(probs, {site.head: flat}, key_mask)
+        x = layer.finish(h, probs, v)
+        logits = self._top(x, key_mask, site.layer + 1, {})
+        out = self.probabilities(logits)
+        return out.reshape(B, *cand, out.shape[-1])
+
+    def attention_parameters(self) -> list[nn.Parameter]:
+        """None kept out of weight decay (the hook J&W's recipe uses for its attention layer)."""
+        return []

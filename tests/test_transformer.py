@@ -1,0 +1,194 @@
+"""The book's small transformer: its trace, edits, the intervention protocol, and training."""
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attnlib import data, train
+from attnlib.models import Site, TransformerClassifier, TransformerConfig, interventions
+from attnlib.models.heads import Trace, apply_edits, check_edits, flatten_candidates
+
+CONFIG = TransformerConfig(layers=2, heads=3, head_dim=4, embed_dim=6, max_positions=40, dropout=0.0)
+
+
+def _model(seed=0, config=CONFIG, vocab=30):
+    torch.manual_seed(seed)
+    return TransformerClassifier(vocab, config).eval()
+
+
+def _batch(lengths=(7, 4, 9), vocab=30, seed=0):
+    rng = np.random.default_rng(seed)
+    ids = [np.concatenate([[data.SOS], rng.integers(4, vocab, n - 2), [data.EOS]]) for n in lengths]
+    return data.collate(ids, np.arange(len(lengths)) % 2)
+
+
+def test_forward_gives_distributions_and_ignores_padding():
+    model, batch = _model(), _batch()
+    probs = model(batch).probs
+    assert probs.shape == (3, 2)
+    torch.testing.assert_close(probs.sum(-1), torch.ones(3))
+    for row in range(3):  # each sentence alone (no padding) gives the same output as in the padded batch
+        n = int(batch.lengths[row])
+        alone = model(batch.tokens[row : row + 1, :n]).probs
+        torch.testing.assert_close(alone[0], probs[row], atol=1e-5, rtol=0)
+
+
+def test_trace_shapes_rows_and_padding():
+    model, batch = _model(), _batch()
+    tr = model.trace(batch)
+    assert isinstance(tr, Trace)
+    B, T = batch.tokens.shape
+    assert tr.attentions.shape == (B, 2, 3, T, T)
+    assert tr.values.shape == (B, 2, 3, T, 4)
+    assert tr.output_projection.shape == (2, 3, 4, 12)
+    assert tr.hidden_states.shape == (B, 3, T, 12)
+    assert tr.lengths.tolist() == batch.lengths.tolist()
+    real = tr.key_mask
+    rows = tr.attentions.sum(-1)  # (B, L, h, T)
+    torch.testing.assert_close(rows, real[:, None, None, :].float().expand_as(rows))
+    assert float(tr.attentions.masked_select(~real[:, None, None, None, :].expand_as(tr.attentions)).abs().max()) == 0
+    assert float(tr.hidden_states.masked_select(~real[:, None, :, None].expand_as(tr.hidden_states)).abs().max()) == 0
+
+
+def test_trace_head_outputs_rebuild_the_attention_block():
+    """Oracle: the heads' A @ T summed, plus W^O's bias, is what the layer's output projection emits."""
+    model, batch = _model(), _batch()
+    seen = []
+    handle = model.layers[1].out.register_forward_hook(lambda mod, inp, out: seen.append(out.detach()))
+    tr = model.trace(batch)
+    handle.remove()
+    rebuilt = tr.head_output()[:, 1].sum(1) + model.layers[1].out.bias
+    mask = tr.key_mask[:, :, None]
+    torch.testing.assert_close(rebuilt * mask, seen[0] * mask, atol=1e-5, rtol=0)
+    assert tr.value_output(1).shape == (3, 3, batch.tokens.shape[1], 12)
+
+
+def test_edits_identity_uniform_and_several_sites():
+    model, batch = _model(), _batch()
+    plain = model(batch).probs
+    same = model(batch, edits={Site(0, 1): lambda a, m: a, Site(1, 2): lambda a, m: a}).probs
+    torch.testing.assert_close(same, plain)
+    one = model(batch, edits={Site(1, 0): lambda a, m: interventions.uniform_rows(m).unsqueeze(1).expand_as(a)}).probs
+    assert float((one - plain).detach().abs().max()) > 1e-4
+    two = model(batch, edits={Site(0, 0): lambda a, m: interventions.uniform_rows(m).unsqueeze(1).expand_as(a),
+                              Site(1, 0): lambda a, m: interventions.uniform_rows(m).unsqueeze(1).expand_as(a)}).probs
+    assert float((two - one).detach().abs().max()) > 1e-6
+
+
+@pytest.mark.parametrize("edits, match", [
+    ({Site(2, 0): lambda a, m: a}, "outside the model"),
+    ({Site(0, 3): lambda a, m: a}, "outside the model"),
+    ({(0, 0): lambda a, m: a}, "keyed by"),
+    ({Site(0, 0): "uniform"}, "must be a function"),
+    ([Site(0, 0)], "mapping"),
+])
+def test_bad_edits(edits, match):
+    with pytest.raises(ValueError, match=match):
+        _model()(_batch(), edits=edits)
+
+
+def test_wrongly_shaped_edit():
+    with pytest.raises(ValueError, match="must give attention of shape"):
+        _model()(_batch(), edits={Site(0, 0): lambda a, m: a[:, :2]})
+
+
+def test_decode_at_reproduces_forward_for_every_site():
+    model, batch = _model(), _batch()
+    plain = model(batch).probs
+    for site in model.sites:
+        state = model.site_state(batch, site)
+        assert state.attention.shape == (3, batch.tokens.shape[1], batch.tokens.shape[1])
+        torch.testing.assert_close(model.decode_at(state, state.attention), plain, atol=1e-6, rtol=0)
+
+
+def test_decode_at_candidates_match_one_at_a_time_and_are_differentiable():
+    model, batch = _model(), _batch()
+    state = model.site_state(batch, Site(0, 2))
+    rng = np.random.default_rng(0)
+    B, T = state.mask.shape
+    # one permutation per query row: the shared intervention on (B, Q, T) rows, sources (B, P, Q, T)
+    per_row = interventions.permutation_sources(state.mask.repeat_interleave(T, 0), 4, rng)
+    sources = per_row.view(B, T, 4, T).transpose(1, 2)
+    cands = interventions.permute_rows(state.attention, sources).detach().requires_grad_(True)
+    assert cands.shape == (B, 4, T, T)
+    torch.testing.assert_close(cands.sum(-1), torch.ones(B, 4, T))
+    out = model.decode_at(state, cands)
+    assert out.shape == (3, 4, 2)
+    for p in range(4):
+        torch.testing.assert_close(out[:, p], model.decode_at(state, cands[:, p].detach()), atol=1e-6, rtol=0)
+    out[..., 1].sum().backward()
+    assert cands.grad is not None and float(cands.grad.abs().sum()) > 0
+    with pytest.raises(ValueError, match="attention must have shape"):
+        model.decode_at(state, cands[:, :, :2])
+
+
+def test_site_state_checks_the_site_and_the_input():
+    model = _model()
+    with pytest.raises(ValueError, match="outside the model"):
+        model.site_state(_batch(), Site(5, 0))
+    with pytest.raises(ValueError, match="longer than the model's 40 positions"):
+        model(_batch(lengths=(41, 5)))
+    with pytest.raises(ValueError, match="LongTensor"):
+        model(torch.zeros(2, 5))
+
+
+@pytest.mark.parametrize("kwargs", [dict(layers=0), dict(head_dim=-1), dict(dropout=1.0), dict(n_classes=1)])
+def test_config_validation(kwargs):
+    with pytest.raises(ValueError):
+        TransformerConfig(**kwargs)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.lists(st.integers(2, 12), min_size=1, max_size=4), st.integers(0, 1), st.integers(0, 2))
+def test_trace_attention_is_what_the_site_sees(lengths, layer, head):
+    model, batch = _model(), _batch(tuple(lengths))
+    tr = model.trace(batch)
+    state = model.site_state(batch, Site(layer, head))
+    real = tr.key_mask[:, :, None] & tr.key_mask[:, None, :]
+    torch.testing.assert_close(tr.attentions[:, layer, head] * real, state.attention * real, atol=1e-6, rtol=0)
+
+
+def test_check_edits_and_flatten_candidates():
+    assert check_edits(None, 2, 2) == {}
+    f = lambda a, m: a  # noqa: E731
+    assert check_edits({Site(1, 0): f}, 2, 2) == {1: {0: f}}
+    x = torch.rand(2, 3, 5, 4, 4)
+    flat, cand, K = flatten_candidates(x, 2, 4)
+    assert flat.shape == (30, 4, 4) and cand == (3, 5) and K == 15
+    probs = torch.rand(2, 2, 4, 4)
+    out = apply_edits(probs, {1: torch.zeros(2, 4, 4)}, torch.ones(2, 4, dtype=torch.bool))
+    assert torch.equal(out[:, 0], probs[:, 0]) and float(out[:, 1].abs().sum()) == 0
+
+
+# ----------------------------------------------------------------------------- training
+def test_warmup_schedule():
+    assert train.TRANSFORMER_TRAIN.warmup > 0 and train.TRANSFORMER_TRAIN.lr < 1e-3  # the book's settings warm up
+    model = torch.nn.Linear(2, 2)
+    tc = train.TrainConfig(lr=1.0, warmup=0.25, amsgrad=False)
+    opt = train.make_optimizer(model, tc)
+    schedule = train.lr_schedule(opt, tc, 8)
+    lrs = []
+    for _ in range(8):
+        lrs.append(opt.param_groups[0]["lr"])
+        opt.step()
+        schedule.step()
+    assert lrs[:2] == [pytest.approx(0.5), pytest.approx(1.0)]  # warm-up over 2 of 8 steps
+    assert lrs[2:] == sorted(lrs[2:], reverse=True) and lrs[-1] == pytest.approx(1 / 6)
+    assert train.lr_schedule(opt, train.TrainConfig(), 8) is None  # J&W: constant
+    with pytest.raises(ValueError, match="warmup"):
+        train.TrainConfig(warmup=1.0)
+
+
+def test_train_model_builds_caches_and_reproduces_the_transformer(tiny_dataset):
+    config = TransformerConfig(layers=1, heads=2, head_dim=4, max_positions=64)
+    a = train.train_model(tiny_dataset, config, epochs=2, progress=False)
+    assert isinstance(a.model, TransformerClassifier) and not a.from_cache
+    assert a.config.name.startswith("transformer") and 0 <= a.test["f1"] <= 1
+    b = train.train_model(tiny_dataset, config, epochs=2, progress=False)
+    assert b.from_cache and b.test == a.test
+    c = train.train_model(tiny_dataset, config, epochs=2, progress=False, use_cache=False)
+    for (k, v), w in zip(a.model.state_dict().items(), c.model.state_dict().values()):
+        assert torch.equal(v, w), k
+    with pytest.raises(ValueError, match="ModelConfig or a TransformerConfig"):
+        train.train_model(tiny_dataset, {"layers": 1})

@@ -47,6 +47,17 @@ class Profile:
     wp_seed_points: int = 7
     #: the data sets of the diagnostic-MLP table (Chapter 9); each needs a BiLSTM base and an adversary
     wp_diagnostic_datasets: tuple = ("rt-polarity", "imdb")
+    #: Part IV: the small transformer's epochs, and its two head dimensions (Chapter 11)
+    transformer_epochs: int = 6
+    transformer_head_dims: tuple = (32, 8)
+    #: rt-polarity test sentences and IMDB reviews (cropped to ``imdb_tokens`` WordPiece tokens)
+    #: whose heads Chapter 11 analyses; None = all
+    identifiability_sentences: int | None = None
+    identifiability_imdb: int | None = None
+    imdb_tokens: int = 128
+    #: rt-polarity training sentences for the pretrained model's classifier head and for the
+    #: token-identity probes (scored on the analysed test sentences); None = all
+    probe_train_sentences: int | None = None
     description: str = ""
 
     def dataset_kwargs(self, name: str) -> dict:
@@ -96,6 +107,10 @@ PROFILES: dict[str, Profile] = {
         wp_adversary_epochs=4,
         wp_seed_points=1,
         wp_diagnostic_datasets=("rt-polarity",),
+        transformer_epochs=3,
+        identifiability_sentences=400,
+        identifiability_imdb=64,
+        probe_train_sentences=800,
         description="small and fast: the whole book in about 15 min on 2 CPU cores, <= 2 GB",
     ),
     "paper": Profile(
@@ -113,6 +128,8 @@ PROFILES: dict[str, Profile] = {
         # W&P's models are BiLSTMs throughout; the synthetic tasks keep the Average encoder.
         wp_uniform_models={"rt-polarity": ("lstm",), "imdb": ("lstm",), "synthetic": ("average",),
                            "synthetic-long": ("average",)},
+        # all of IMDB's reviews through MiniLM, cropped; the probes see 3,000 training sentences
+        probe_train_sentences=3000,
         description="Jain & Wallace's sizes: full data, full test splits (GPU recommended)",
     ),
 }

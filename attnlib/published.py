@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = ["Published", "MODEL_F1", "UNIFORM_F1", "DIAGNOSTIC_F1", "DIAGNOSTIC_ADVERSARY_LAMBDA", "JSD_VERY_DIFFERENT", "JSD_DIFFERENT_WP",
-           "ADVERSARY_FRACTION", "ADVERSARY_FRACTION_EPS", "lookup"]
+           "ADVERSARY_FRACTION", "ADVERSARY_FRACTION_EPS", "lookup",
+           "BRUNNER_CORRELATION", "BRUNNER_SEP_MASS", "BRUNNER_TOKEN_IDENTITY", "BRUNNER_HEAD_DIM"]
 
 
 @dataclass(frozen=True)
@@ -174,3 +175,39 @@ def paper_tau(dataset: str, encoder: str):
     frame = pd.DataFrame.from_dict(rows, orient="index")
     frame.index.name = "predicted class"
     return frame
+
+
+# ----------------------------------------------------------------------------- Brunner et al. 2020
+_FIG1A = "Brunner et al. 2020, Fig. 1a (BERT-base), read from the figure"
+_FIG1BC = "Brunner et al. 2020, Figs. 1b-c (BERT-base), read from the figure"
+_FIG2A = "Brunner et al. 2020, Fig. 2a (BERT-base), read from the figure"
+
+#: BERT-base's head dimension, up to which Brunner's raw and effective attention coincide.
+BRUNNER_HEAD_DIM = 64
+
+#: Pearson r between effective and raw attention by sentence length: exactly 1 up to about 64
+#: tokens, then falling (a range read from the figure per length).
+BRUNNER_CORRELATION = {
+    64: (Published(1.0, _FIG1A, approximate=True), Published(1.0, _FIG1A, approximate=True)),
+    100: (Published(0.45, _FIG1A, approximate=True), Published(0.6, _FIG1A, approximate=True)),
+    128: (Published(0.4, _FIG1A, approximate=True), Published(0.55, _FIG1A, approximate=True)),
+}
+
+#: Attention to [SEP] in BERT-base's layers 5-10: raw about 0.5-0.57 on average, effective at most about 0.1.
+BRUNNER_SEP_MASS = {
+    "raw, layers 5-10": (Published(0.5, _FIG1BC, approximate=True), Published(0.57, _FIG1BC, approximate=True)),
+    "effective, at most": Published(0.1, _FIG1BC, approximate=True),
+}
+
+#: Token identifiability (fraction of tokens whose nearest input embedding is their own) by
+#: probe/distance: about 1.0 in layers 1-2 for all; at the last layer (12) as listed; the naive
+#: nearest neighbour at layer 11, where it is lowest.
+BRUNNER_TOKEN_IDENTITY = {
+    "first layers (1-2)": Published(1.0, _FIG2A, approximate=True),
+    "mlp/cosine": Published(0.94, _FIG2A + ", layer 12", approximate=True),
+    "linear/cosine": Published(0.94, _FIG2A + ", layer 12", approximate=True),
+    "mlp/l2": Published(0.82, _FIG2A + ", layer 12", approximate=True),
+    "linear/l2": Published(0.73, _FIG2A + ", layer 12", approximate=True),
+    "naive/cosine": Published(0.21, _FIG2A + ", layer 11", approximate=True),
+    "naive/l2": Published(0.14, _FIG2A + ", layer 11", approximate=True),
+}

@@ -203,3 +203,51 @@ def test_reduced_values_have_the_same_null_space_and_projection_as_the_full_T():
         np.testing.assert_allclose(s_red[..., :k], s_full[..., :k], atol=1e-10)
     with pytest.raises(ValueError, match="output_projection"):
         idf.reduce_values(V, W[..., :3, :])
+
+
+# ----------------------------------------------------------------------------- trace_statistics
+def _tiny_trace(lengths=(3, 9, 6), head_dim=4):
+    from attnlib import data
+    from attnlib.models import TransformerClassifier, TransformerConfig
+
+    torch.manual_seed(0)
+    model = TransformerClassifier(30, TransformerConfig(layers=2, heads=2, head_dim=head_dim, embed_dim=6, dropout=0.0))
+    rng = np.random.default_rng(1)
+    ids = [np.concatenate([[data.SOS], rng.integers(4, 30, n - 2), [data.EOS]]) for n in lengths]
+    return model.trace(data.collate(ids, np.zeros(len(lengths))))
+
+
+def test_trace_statistics_against_direct_computation():
+    tr = _tiny_trace()
+    frame = idf.trace_statistics(tr)
+    B, L, H, T = len(tr), tr.n_layers, tr.n_heads, tr.attentions.shape[-1]
+    assert len(frame) == B * L * H
+    lengths = tr.lengths.numpy()
+    full_T = tr.value_output().numpy()  # (B, L, H, T, d_model): Brunner's T, not the reduced stand-in
+    np.testing.assert_array_equal(
+        frame.sort_values(["sentence", "layer", "head"])["null_dim"].to_numpy(),
+        idf.null_space_dim(full_T, lengths).reshape(-1))
+    short = frame["length"] <= frame["d_v"]
+    assert short.any() and (~short).any()
+    assert (frame.loc[short, "correlation"] == 1).all() and (frame.loc[short, "null_dim"] == 0).all()
+    assert (frame.loc[~short, "null_dim"] == frame.loc[~short, "length"] - 4).all()
+    eff = idf.effective_attention(tr.attentions.numpy(), full_T, lengths)
+    A = tr.attentions.numpy()
+    for _, row in frame.sample(8, random_state=0).iterrows():
+        b, l, h, n = (int(row[k]) for k in ("sentence", "layer", "head", "length"))
+        assert row["raw [CLS]"] == pytest.approx(A[b, l, h, :n, 0].mean())
+        assert row["effective [SEP]"] == pytest.approx(eff[b, l, h, :n, n - 1].mean(), abs=1e-6)  # float32 T: reduced vs full
+        r = np.corrcoef(A[b, l, h, :n, :n].ravel(), eff[b, l, h, :n, :n].ravel())[0, 1]
+        assert row["correlation"] == pytest.approx(r, abs=1e-6)
+
+
+def test_trace_statistics_groups_and_bad_input():
+    tr = _tiny_trace()
+    T = tr.attentions.shape[-1]
+    every = np.ones((len(tr), T), dtype=bool)
+    frame = idf.trace_statistics(tr, {"all": every})
+    np.testing.assert_allclose(frame["raw all"], 1.0, atol=1e-6)  # rows are distributions over the sentence
+    with pytest.raises(ValueError, match="group 'x'"):
+        idf.trace_statistics(tr, {"x": every[:, :2]})
+    with pytest.raises(ValueError, match="Trace"):
+        idf.trace_statistics(type("T", (), {"attentions": torch.zeros(2, 2), "values": torch.zeros(2, 2)})())

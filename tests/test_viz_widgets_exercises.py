@@ -321,3 +321,48 @@ def test_flip_curves_reach_the_flipped_share():
     assert fig.axes[0].get_legend_handles_labels()[1] == ["attention (never: 25%)", "random (never: 100%)"]
     with pytest.raises(ValueError, match="at least one"):
         viz.plot_flip_curves({})
+
+
+def test_identifiability_exercises_accept_the_solutions_and_reject_near_misses():
+    def null_dim(T):
+        s = np.linalg.svd(T, compute_uv=False)
+        return T.shape[0] - int((s > 100 * np.finfo(T.dtype).eps * s.max()).sum())
+
+    def effective(A, T):
+        U, s, _ = np.linalg.svd(T, full_matrices=False)
+        r = int((s > 100 * np.finfo(T.dtype).eps * s.max()).sum())
+        return A @ U[:, :r] @ U[:, :r].T
+
+    assert exercises.check_null_dim(null_dim)
+    assert not exercises.check_null_dim(lambda T: max(T.shape[0] - T.shape[1], 0))  # rank-deficient T has more
+    assert exercises.check_effective_attention(effective)
+    assert not exercises.check_effective_attention(lambda A, T: A)  # nothing projected away
+    assert not exercises.check_effective_attention(
+        lambda A, T: A @ np.linalg.svd(T, full_matrices=False)[0] @ np.linalg.svd(T, full_matrices=False)[0].T)  # no rank cut
+
+
+def test_identifiability_figures():
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"length": rng.integers(3, 40, 200), "d_v": 8, "layer": rng.integers(0, 3, 200)})
+    frame["null_dim"] = np.maximum(frame["length"] - 8, 0)
+    frame["correlation"] = np.where(frame["length"] <= 8, 1.0, rng.uniform(0.3, 0.9, 200))
+    for k in ("raw", "effective"):
+        frame[f"{k} [SEP]"] = rng.uniform(0, 0.5, 200)
+    fig = viz.plot_null_space({"a": frame, "b": frame})
+    assert len(fig.axes) == 2 and "d_v" in fig.axes[0].get_title()
+    fig2 = viz.plot_group_mass(frame, ["[SEP]"], reference={"paper": ([1, 2], [0.5, 0.5])})
+    assert len(fig2.axes[0].get_lines()) >= 3
+    fig3 = viz.plot_correlation_by_length({"m": frame}, bins=[2, 8, 16, 41], reference={"Brunner": ([128], [(0.4, 0.55)])})
+    assert fig3.axes[0].get_ylabel().startswith("Pearson")
+    A = rng.dirichlet(np.ones(4), size=4)
+    fig4 = viz.matrix_heatmaps({"A": A, "A + Ã": A, "Ã": A - A.T}, list("abcd"), diverging=["Ã"])
+    assert len(fig4.axes) == 6  # three panels and their colour bars
+    with pytest.raises(ValueError, match="expected"):
+        viz.matrix_heatmaps({"A": A}, list("abc"))
+    table = pd.DataFrame({"linear/cosine": [1.0, 0.9, 0.8]}, index=[0, 1, 2])
+    fig5 = viz.plot_token_identity(table, reference={"Brunner": ([2], [0.9])}, chance=0.1)
+    assert fig5.axes[0].get_ylim()[1] > 1
+    plt.close("all")

@@ -11,7 +11,11 @@ once a sentence is longer than the head dimension, attention is not identifiable
 * :func:`effective_attention` -- A projected onto the column space of T (A minus its part
   in the null space), the only part of A that reaches the output;
 * :func:`alternative_attention` -- a concrete A + A~ with the same output, as far from A
-  as positivity allows.
+  as positivity allows;
+* :func:`trace_statistics` -- for every sentence, layer and head of a model's trace
+  (:class:`attnlib.models.Trace`): the null-space dimension, the correlation between raw and
+  effective attention, and the attention mass raw and effective attention put on groups of
+  tokens ([CLS], [SEP], punctuation, ...).
 
 Everything is batched: ``T`` is ``(B, ..., S, d_v)`` and ``A`` is ``(B, ..., S, S)`` with any
 middle axes (layers, heads), padded to S, with ``lengths`` (B,) the real length of each
@@ -23,16 +27,17 @@ thread pool were measured 100x slower). Results are float64 numpy arrays, padded
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 import numpy as np
+import pandas as pd
 import torch
 
 from .. import metrics
 from .._checks import as_tensor, check_bool, check_distribution, check_finite, check_positive_int, check_seed
 
 __all__ = ["null_space_dim", "effective_attention", "alternative_attention", "Alternative", "rank_tolerance",
-           "reduce_values", "RTOL_EPS"]
+           "reduce_values", "RTOL_EPS", "trace_statistics", "default_groups"]
 
 
 #: The rank cut-off, relative to a matrix's largest singular value, in units of the data's
@@ -282,3 +287,65 @@ def alternative_attention(A, T, lengths=None, *, seed: int = 0, target: str = "r
 
 #: Elements of the (heads, rows, candidates, tokens) array one step of alternative_attention builds.
 _CANDIDATE_BUDGET = 2**22
+
+
+# ----------------------------------------------------------------------------- a model's heads at once
+def default_groups(lengths, T: int) -> dict[str, np.ndarray]:
+    """The positions every BERT-style input has: [CLS] (the first) and [SEP] (the last real one), (B, T) bool each."""
+    lengths = np.asarray(lengths)
+    pos = np.arange(T)[None, :]
+    return {"[CLS]": np.broadcast_to(pos == 0, (len(lengths), T)).copy(), "[SEP]": pos == (lengths[:, None] - 1)}
+
+
+def trace_statistics(trace, groups: Mapping[str, np.ndarray] | None = None) -> pd.DataFrame:
+    """Null space, raw vs effective attention, and attention mass per group, for every head of a trace.
+
+    ``trace``: an :class:`attnlib.models.Trace` (``model.trace(batch)`` of either transformer
+    family). ``groups``: name -> (B, T) bool, the key positions whose attention mass to report
+    (default :func:`default_groups`: [CLS] and [SEP]; add e.g. punctuation). One row per
+    sentence, layer and head: ``sentence`` (the row of the batch), ``layer``, ``head``,
+    ``length`` (d_s), ``d_v``, ``null_dim`` (d_s - rank T, T = V W^O_h through
+    :func:`reduce_values`), ``correlation`` (Pearson's r between the raw and the effective
+    attention matrix over the sentence's d_s x d_s entries; exactly 1 where nothing is
+    projected away), and per group ``raw <g>`` and ``effective <g>``: the attention the
+    sentence's queries put on the group's keys, averaged over the queries. Heads are
+    processed one layer at a time (effective attention is float64, (B, h, T, T)).
+    """
+    attentions, values = trace.attentions, trace.values
+    if attentions.ndim != 5 or values.ndim != 5:
+        raise ValueError("trace must be an attnlib.models.Trace with attentions (B, L, h, T, T) and values (B, L, h, T, d_v)")
+    lengths = trace.lengths.detach().cpu().numpy().astype(np.int64)
+    B, L, H, T, _ = attentions.shape
+    groups = dict(default_groups(lengths, T) if groups is None else groups)
+    for name, g in groups.items():
+        g = np.asarray(g.detach().cpu() if isinstance(g, torch.Tensor) else g, dtype=bool)
+        if g.shape != (B, T):
+            raise ValueError(f"group {name!r} must be a (B, T) = ({B}, {T}) bool array, got {g.shape}")
+        groups[name] = g
+    real = np.arange(T)[None, :] < lengths[:, None]  # (B, T)
+    pair = (real[:, :, None] & real[:, None, :])[:, None]  # (B, 1, T, T)
+    count = (lengths.astype(np.float64) ** 2)[:, None]  # (B, 1)
+    frames = []
+    for layer in range(L):
+        A = attentions[:, layer].detach().cpu().numpy()
+        Tm = reduce_values(values[:, layer].detach().cpu().numpy(), trace.output_projection[layer].detach().cpu().numpy())
+        eff, dims = effective_attention(A, Tm, lengths, with_null_dim=True)
+        a = A.astype(np.float64) * pair
+        ma, me = a.sum((-2, -1)) / count, eff.sum((-2, -1)) / count  # (B, H) means over the d_s^2 entries
+        da, de = (a - ma[..., None, None]) * pair, (eff - me[..., None, None]) * pair
+        cov = (da * de).sum((-2, -1))
+        va, ve = (da * da).sum((-2, -1)), (de * de).sum((-2, -1))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            corr = np.where((va > 0) & (ve > 0), cov / np.sqrt(va * ve), np.nan)
+        corr = np.where(dims == 0, 1.0, corr)  # nothing projected away: A_eff = A (r = 1 by definition)
+        cols = {
+            "sentence": np.repeat(np.arange(B), H), "layer": layer, "head": np.tile(np.arange(H), B),
+            "length": np.repeat(lengths, H), "d_v": trace.head_dim, "null_dim": dims.reshape(-1),
+            "correlation": corr.reshape(-1),
+        }
+        for name, g in groups.items():
+            gm = (g & real)[:, None, None, :].astype(np.float64)  # keys in the group
+            for kind, M in (("raw", a), ("effective", eff)):
+                cols[f"{kind} {name}"] = ((M * gm).sum((-2, -1)) / lengths[:, None]).reshape(-1)
+        frames.append(pd.DataFrame(cols))
+    return pd.concat(frames, ignore_index=True)

@@ -36,6 +36,8 @@ __all__ = [
     "check_guide_gain",
     "check_erase",
     "check_first_flip_fraction",
+    "check_null_dim",
+    "check_effective_attention",
 ]
 
 
@@ -469,3 +471,31 @@ def check_first_flip_fraction(fn: Callable) -> CheckResult:
         return np.where(flips.any(-1), first / lengths, np.nan)
 
     return _report("first-flip fraction", fn, cases, reference, to_numpy=lambda x: np.asarray(x, dtype=float))
+
+
+def _head_cases(seed: int) -> list:
+    """One head's (A, T) pairs: short and long sentences, full rank and rank-deficient T."""
+    rng = np.random.default_rng(seed)
+    cases = []
+    for n, d, rank in ((5, 8, 5), (12, 4, 4), (20, 6, 3), (9, 9, 9), (16, 8, 1)):
+        T = rng.normal(size=(n, rank)) @ rng.normal(size=(rank, d))  # rank <= rank
+        A = rng.dirichlet(np.ones(n), size=n)
+        cases.append((A, T))
+    return cases
+
+
+def check_null_dim(fn: Callable) -> CheckResult:
+    """Exercise: the dimension of T's left null space, n - rank(T), with the book's tolerance (Chapter 11)."""
+    from ..experiments.identifiability import null_space_dim
+
+    cases = [(T,) for _, T in _head_cases(21)] + [(np.zeros((4, 3)),)]
+    return _report("null-space dimension", fn, cases, lambda T: null_space_dim(T[None])[0],
+                   to_numpy=lambda x: np.asarray(x, dtype=float))
+
+
+def check_effective_attention(fn: Callable) -> CheckResult:
+    """Exercise: A's rows projected onto the column space of T (Chapter 11)."""
+    from ..experiments.identifiability import effective_attention
+
+    return _report("effective attention", fn, _head_cases(22), lambda A, T: effective_attention(A[None], T[None])[0],
+                   atol=1e-8, to_numpy=lambda x: np.asarray(x, dtype=float))

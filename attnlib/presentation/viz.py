@@ -33,6 +33,11 @@ __all__ = [
     "plot_lambda_sweep",
     "plot_guides",
     "plot_flip_curves",
+    "matrix_heatmaps",
+    "plot_null_space",
+    "plot_group_mass",
+    "plot_correlation_by_length",
+    "plot_token_identity",
 ]
 
 ATTENTION_CMAP = "Oranges"
@@ -643,3 +648,143 @@ def plot_flip_curves(panels: dict, *, title: str | None = None):
         fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return fig
+
+
+# ----------------------------------------------------------------------------- Chapter 11: identifiability
+def matrix_heatmaps(matrices: dict, tokens: Sequence[str], *, diverging: Sequence[str] = (), title: str | None = None,
+                    size: float = 3.6):
+    """Attention matrices (queries x keys) side by side, labelled with the tokens.
+
+    ``matrices``: panel title -> (n, n) array. Panels named in ``diverging`` (e.g. effective
+    attention, or a difference, whose entries can be negative) use a red-blue map centred on
+    0; the others the book's attention map from 0 to the largest weight shown among them.
+    """
+    if not matrices:
+        raise ValueError("matrices must name at least one (n, n) matrix")
+    n = len(tokens)
+    for name, m in matrices.items():
+        if np.shape(m) != (n, n):
+            raise ValueError(f"matrix {name!r} has shape {np.shape(m)}; expected ({n}, {n}) for {n} tokens")
+    plain = [np.asarray(m, float) for k, m in matrices.items() if k not in diverging]
+    vmax = max((float(m.max()) for m in plain), default=1.0) or 1.0
+    fig, axes = plt.subplots(1, len(matrices), figsize=(size * len(matrices) + 0.6, size + 0.5))
+    fontsize = 8 if n <= 20 else 6 if n <= 40 else 4
+    for ax, (name, m) in zip(np.atleast_1d(axes), matrices.items()):
+        m = np.asarray(m, float)
+        if name in diverging:
+            lim = float(np.abs(m).max()) or 1.0
+            im = ax.imshow(m, cmap="RdBu_r", vmin=-lim, vmax=lim)
+        else:
+            im = ax.imshow(m, cmap=ATTENTION_CMAP, vmin=0, vmax=vmax)
+        ax.set_xticks(range(n), tokens, rotation=90, fontsize=fontsize)
+        ax.set_yticks(range(n), tokens, fontsize=fontsize)
+        ax.set_title(name, fontsize=10)
+        ax.set_xlabel("key")
+        fig.colorbar(im, ax=ax, fraction=0.046, pad=0.03).ax.tick_params(labelsize=7)
+    np.atleast_1d(axes)[0].set_ylabel("query")
+    if title:
+        fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+def plot_null_space(panels: dict, *, title: str | None = None, height: float = 3.3):
+    """Null-space dimension against sentence length, one panel per model, with the line d_s - d_v.
+
+    ``panels``: name -> a frame with columns ``length``, ``null_dim`` and ``d_v`` (one row
+    per sentence and head, e.g. from :func:`attnlib.identifiability.trace_statistics`).
+    Points are the distinct (length, dimension) pairs, their area growing with how many
+    (sentence, head) pairs share them.
+    """
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.9 * len(panels), height), squeeze=False)
+    for ax, (name, frame) in zip(axes[0], panels.items()):
+        counts = frame.groupby(["length", "null_dim"]).size().reset_index(name="n")
+        ax.scatter(counts["length"], counts["null_dim"], s=6 + 60 * np.sqrt(counts["n"] / counts["n"].max()),
+                   alpha=0.6, color="#1f77b4", edgecolor="none", label="measured (sentence, head)")
+        d_v = int(frame["d_v"].iloc[0])
+        x = np.arange(0, int(frame["length"].max()) + 2)
+        ax.plot(x, np.maximum(x - d_v, 0), color="#d62728", lw=1.2, ls="--", label=r"max(0, $d_s - d_v$)")
+        ax.axvline(d_v, color="#888888", lw=0.8, ls=":")
+        ax.set_title(f"{name}  ($d_v$ = {d_v})", fontsize=10)
+        ax.set_xlabel("sentence length $d_s$ (tokens)")
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("null-space dimension")
+    axes[0][0].legend(fontsize=8, loc="upper left")
+    if title:
+        fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+def plot_group_mass(frame, groups: Sequence[str], *, title: str | None = None, reference: dict | None = None):
+    """Mean attention mass on each group of tokens by layer, raw (solid) vs effective (dashed).
+
+    ``frame``: rows per sentence, layer and head with ``raw <g>`` and ``effective <g>``
+    columns (:func:`attnlib.identifiability.trace_statistics`); layers are drawn 1-based.
+    ``reference``: optional label -> (layers, values) drawn as grey markers (a paper's reading).
+    """
+    means = frame.groupby("layer")[[f"{k} {g}" for g in groups for k in ("raw", "effective")]].mean()
+    layers = means.index.to_numpy() + 1
+    fig, ax = plt.subplots(figsize=(6.4, 3.4))
+    colours = plt.get_cmap("tab10")
+    for i, g in enumerate(groups):
+        ax.plot(layers, means[f"raw {g}"], color=colours(i), marker="o", label=f"raw, {g}")
+        ax.plot(layers, means[f"effective {g}"], color=colours(i), marker="s", ls="--", label=f"effective, {g}")
+    for j, (label, (xs, ys)) in enumerate((reference or {}).items()):
+        ax.plot(xs, ys, ls="none", marker="x^v"[j % 3], color="#555555", label=label)
+    ax.axhline(0, color="#888888", lw=0.6)
+    ax.set_xlabel("layer")
+    ax.set_ylabel("attention mass (mean over queries)")
+    ax.set_xticks(layers)
+    ax.legend(fontsize=7, ncol=2, loc="best")
+    ax.grid(alpha=0.3)
+    return _finish(fig, ax, title)
+
+
+def plot_correlation_by_length(panels: dict, *, bins: Sequence[int], reference: dict | None = None,
+                               title: str | None = None):
+    """Pearson r between raw and effective attention against sentence length (mean +/- sd per length bin).
+
+    ``panels``: name -> frame with ``length``, ``correlation`` and ``d_v``; ``bins``: bin edges
+    in tokens; ``reference``: label -> ((lengths), (low, high) ranges) drawn as grey bars
+    (a reading of a published figure).
+    """
+    fig, ax = plt.subplots(figsize=(6.4, 3.4))
+    edges = np.asarray(bins)
+    for i, (name, frame) in enumerate(panels.items()):
+        which = np.digitize(frame["length"], edges) - 1
+        keep = (which >= 0) & (which < len(edges) - 1)
+        stats = frame[keep].groupby(which[keep])["correlation"].agg(["mean", "std", "size"])
+        mids = (edges[stats.index] + edges[stats.index + 1] - 1) / 2
+        ax.errorbar(mids, stats["mean"], yerr=stats["std"].fillna(0), marker="o", capsize=2, label=name,
+                    color=plt.get_cmap("tab10")(i))
+        ax.axvline(int(frame["d_v"].iloc[0]), color=plt.get_cmap("tab10")(i), lw=0.8, ls=":")
+    for label, (xs, ranges) in (reference or {}).items():
+        lo, hi = np.asarray(ranges, float).T
+        ax.vlines(xs, lo, hi, color="#555555", lw=4, alpha=0.5, label=label)
+    ax.set_xlabel("sentence length $d_s$ (tokens); dotted: $d_v$")
+    ax.set_ylabel("Pearson r(raw, effective)")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    return _finish(fig, ax, title)
+
+
+def plot_token_identity(table, *, reference: dict | None = None, title: str | None = None, chance: float | None = None):
+    """Token identifiability by layer: one line per probe/distance column of ``table`` (index: layer).
+
+    ``reference``: label -> (layers, values), a paper's reading, drawn as grey markers;
+    ``chance``: the random-guess rate, drawn as a dotted line.
+    """
+    fig, ax = plt.subplots(figsize=(6.4, 3.4))
+    for column in table.columns:
+        ax.plot(table.index, table[column], marker="o", label=str(column))
+    for j, (label, (xs, ys)) in enumerate((reference or {}).items()):
+        ax.plot(xs, ys, ls="none", marker="x^v+"[j % 4], color="#555555", label=label)
+    if chance is not None:
+        ax.axhline(chance, color="#888888", ls=":", lw=1, label="chance")
+    ax.set_xlabel("layer (0: input embeddings)")
+    ax.set_ylabel("tokens identified")
+    ax.set_ylim(0, 1.02)
+    ax.legend(fontsize=7, ncol=2)
+    ax.grid(alpha=0.3)
+    return _finish(fig, ax, title)

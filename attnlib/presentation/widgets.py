@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["measures_explorer", "temperature_explorer", "tempered", "sentence_explorer", "importance_explorer", "adversary_explorer", "permutation_explorer", "needle_figure", "needle_explorer", "lambda_figures", "lambda_explorer"]
+__all__ = ["measures_explorer", "temperature_explorer", "tempered", "sentence_explorer", "importance_explorer", "adversary_explorer", "permutation_explorer", "needle_figure", "needle_explorer", "lambda_figures", "lambda_explorer", "null_space_figure", "null_space_explorer"]
 
 
 def _normalise(w) -> np.ndarray:
@@ -322,3 +322,68 @@ def lambda_explorer(sweep, indices: Sequence[int], lam=None, *, points: dict | N
     slider.observe(redraw, names="value")
     redraw()
     return W.VBox([slider, label, out])
+
+
+def null_space_figure(trace, tokens: Sequence[Sequence[str]], sentence: int = 0, layer: int = 0, head: int = 0,
+                      step: float = 1.0, *, seed: int = 0):
+    """A head's attention A, the same output's A + step x A~, and step x A~ (Chapter 11).
+
+    A~ is :func:`attnlib.identifiability.alternative_attention`'s move for that head: along
+    the left null space of [T, 1], as far as positivity allows (``step`` = 1). The title
+    gives the head's output change max |step A~ T| (T = V W^O, the full value-output matrix)
+    against max |A T|, and the mean JSD over the query rows.
+    """
+    from ..experiments.identifiability import alternative_attention
+    from ..metrics import jsd
+    from .viz import matrix_heatmaps
+
+    if not 0 <= sentence < len(trace):
+        raise ValueError(f"sentence must be in 0..{len(trace) - 1}, got {sentence}")
+    if not (0 <= layer < trace.n_layers and 0 <= head < trace.n_heads):
+        raise ValueError(f"layer, head must be within {trace.n_layers} x {trace.n_heads}, got ({layer}, {head})")
+    if not 0 <= step <= 1:
+        raise ValueError(f"step must be in [0, 1] (1: as far as positivity allows), got {step}")
+    n = int(trace.lengths[sentence])
+    if len(tokens[sentence]) != n:
+        raise ValueError(f"sentence {sentence} has {n} positions but {len(tokens[sentence])} tokens")
+    A = trace.attentions[sentence, layer, head, :n, :n].double().numpy()
+    T = trace.value_output(layer)[sentence, head, :n].double().numpy()  # (n, d_model)
+    alt = alternative_attention(A[None], T[None], seed=seed)
+    change = step * alt.change[0]
+    moved = np.clip(A + change, 0.0, None)
+    out = float(np.abs(change @ T).max())
+    scale = float(np.abs(A @ T).max())
+    row_jsd = float(np.mean(jsd(A, moved, check=False)))
+    title = (f"layer {layer + 1}, head {head + 1}: max |ΔA T| = {out:.1e} (max |A T| = {scale:.2f}); "
+             f"mean row JSD(A, A') = {row_jsd:.3f}")
+    return matrix_heatmaps({"A (the model's)": A, f"A' = A + {step:.2f} Ã": moved, "A' − A": change},
+                           list(tokens[sentence]), diverging=["A' − A"], title=title)
+
+
+def null_space_explorer(trace, tokens: Sequence[Sequence[str]], sentence: int = 0, layer: int = 0, head: int = 0,
+                        *, seed: int = 0):
+    """Choose a sentence, a layer and a head, and slide along a null-space direction (:func:`null_space_figure`)."""
+    import ipywidgets as W
+    import matplotlib.pyplot as plt
+    from IPython.display import display
+
+    options = [(f"{i}: {' '.join(tokens[i][1:7])} ...", i) for i in range(len(trace))]
+    pick = W.Dropdown(options=options, value=sentence, description="sentence", layout=W.Layout(width="420px"))
+    lay = W.IntSlider(value=layer, min=0, max=trace.n_layers - 1, description="layer (0-based)", continuous_update=False,
+                      style={"description_width": "110px"})
+    hd = W.IntSlider(value=head, min=0, max=trace.n_heads - 1, description="head (0-based)", continuous_update=False,
+                     style={"description_width": "110px"})
+    step = W.FloatSlider(value=1.0, min=0.0, max=1.0, step=0.05, description="step along Ã", continuous_update=False,
+                         style={"description_width": "110px"})
+    out = W.Output()
+
+    def redraw(*_):
+        with out:
+            out.clear_output(wait=True)
+            fig = null_space_figure(trace, tokens, pick.value, lay.value, hd.value, step.value, seed=seed)
+            plt.show(fig)
+
+    for w in (pick, lay, hd, step):
+        w.observe(redraw, names="value")
+    redraw()
+    display(W.VBox([pick, W.HBox([lay, hd, step]), out]))

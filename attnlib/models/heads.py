@@ -79,6 +79,11 @@ class Trace:
             return torch.einsum("blhtv,lhvd->blhtd", self.values, self.output_projection)
         return torch.einsum("bhtv,hvd->bhtd", self.values[:, layer], self.output_projection[layer])
 
+    def pooled(self, layer: int = -1) -> torch.Tensor:
+        """The mean of one layer's hidden states over the real positions (default: the last): (B, d_model)."""
+        m = self.key_mask.to(self.hidden_states.dtype).unsqueeze(-1)
+        return (self.hidden_states[:, layer] * m).sum(-2) / m.sum(-2)
+
     def head_output(self) -> torch.Tensor:
         """Each head's contribution to the residual stream, A T: (B, L, h, T, d_model)."""
         return torch.einsum("blhqt,blhtd->blhqd", self.attentions, self.value_output())

@@ -509,8 +509,8 @@ class PretrainedClassifier(nn.Module):
                        for b in batches]
         return batches
 
-    def fit_head(self, batches_or_batch, labels=None, *, l2: float = 1e-3, seed: int = 0, max_iter: int = 200,
-                 progress: bool = True) -> dict:
+    def fit_head(self, batches_or_batch=None, labels=None, *, features=None, l2: float = 1e-3, seed: int = 0,
+                 max_iter: int = 200, progress: bool = True) -> dict:
         """Fit the head as L2-regularised logistic regression on frozen, mean-pooled features.
 
         ``batches_or_batch``: a Batch, an iterable of Batches (e.g. :meth:`batches`), or a list of
@@ -525,21 +525,36 @@ class PretrainedClassifier(nn.Module):
         within the solver's tolerance; the same seed gives the same weights). Equivalent to
         scikit-learn's ``LogisticRegression(C=1 / (l2 * N))``.
 
+        ``features`` (N, d_model) with ``labels`` (N,) instead of batches: pooled features
+        computed already (e.g. :meth:`attnlib.models.Trace.pooled` of traces a chapter runs
+        anyway), so the encoder does not run twice.
+
         Returns {"train_accuracy", "loss", "n", "iterations", "features_seconds", "fit_seconds"}.
         """
         l2 = check_positive_number(l2, "l2", allow_zero=True)
         seed = check_seed(seed)
         max_iter = check_positive_int(max_iter, "max_iter")
-        batches = self._feature_batches(batches_or_batch, labels)
-        from tqdm.auto import tqdm
-
         started = time.perf_counter()
-        features, targets = [], []
-        with torch.no_grad(), eval_mode(self):
-            for batch in tqdm(batches, desc="pooled features", unit="batch", disable=not progress):
-                features.append(self.pooled(batch).double().cpu())
-                targets.append(batch.labels.cpu())
-        X, y = torch.cat(features), torch.cat(targets).long()
+        if features is not None:
+            if batches_or_batch is not None or labels is None:
+                raise ValueError("give either batches (with optional labels) or features= with labels=, not both")
+            X = torch.as_tensor(features).detach().double().cpu()
+            y = torch.as_tensor(np.asarray(labels)).long().reshape(-1)
+            if X.ndim != 2 or X.shape[1] != self.config.d_model or X.shape[0] != y.shape[0]:
+                raise ValueError(f"features must be (N, {self.config.d_model}) with N labels; got {tuple(X.shape)} "
+                                 f"and {tuple(y.shape)} labels")
+            if not bool(torch.isfinite(X).all()):
+                raise ValueError("features must be finite")
+        else:
+            batches = self._feature_batches(batches_or_batch, labels)
+            from tqdm.auto import tqdm
+
+            feats, targets = [], []
+            with torch.no_grad(), eval_mode(self):
+                for batch in tqdm(batches, desc="pooled features", unit="batch", disable=not progress):
+                    feats.append(self.pooled(batch).double().cpu())
+                    targets.append(batch.labels.cpu())
+            X, y = torch.cat(feats), torch.cat(targets).long()
         features_seconds = time.perf_counter() - started
         C = self.config.n_classes
         if bool(((y < 0) | (y >= C)).any()):

@@ -60,6 +60,7 @@ _SUBMODULES = {
     "adversarial_training": "experiments.adversarial_training",
     "diagnostic": "experiments.diagnostic",
     "identifiability": "experiments.identifiability",
+    "token_identity": "experiments.token_identity",
     "viz": "presentation.viz",
     "widgets": "presentation.widgets",
     "exercises": "presentation.exercises",

@@ -703,13 +703,14 @@ def plot_null_space(panels: dict, *, title: str | None = None, height: float = 3
                    alpha=0.6, color="#1f77b4", edgecolor="none", label="measured (sentence, head)")
         d_v = int(frame["d_v"].iloc[0])
         x = np.arange(0, int(frame["length"].max()) + 2)
-        ax.plot(x, np.maximum(x - d_v, 0), color="#d62728", lw=1.2, ls="--", label=r"max(0, $d_s - d_v$)")
+        ax.plot(x, np.maximum(x - d_v, 0), color="#d62728", lw=1.2, ls="--",
+                label=f"max(0, $d_s - d_v$), $d_v$ = {d_v}")
         ax.axvline(d_v, color="#888888", lw=0.8, ls=":")
-        ax.set_title(f"{name}  ($d_v$ = {d_v})", fontsize=10)
+        ax.set_title(name, fontsize=10)
         ax.set_xlabel("sentence length $d_s$ (tokens)")
         ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="upper left")
     axes[0][0].set_ylabel("null-space dimension")
-    axes[0][0].legend(fontsize=8, loc="upper left")
     if title:
         fig.suptitle(title, fontsize=11)
     fig.tight_layout()

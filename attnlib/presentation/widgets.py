@@ -346,8 +346,10 @@ def null_space_figure(trace, tokens: Sequence[Sequence[str]], sentence: int = 0,
     n = int(trace.lengths[sentence])
     if len(tokens[sentence]) != n:
         raise ValueError(f"sentence {sentence} has {n} positions but {len(tokens[sentence])} tokens")
-    A = trace.attentions[sentence, layer, head, :n, :n].double().numpy()
-    T = trace.value_output(layer)[sentence, head, :n].double().numpy()  # (n, d_model)
+    # the model's own precision: the rank tolerance is relative to its machine epsilon (float32 T
+    # cast to float64 would keep rounding-level singular values as rank)
+    A = trace.attentions[sentence, layer, head, :n, :n].numpy()
+    T = trace.value_output(layer)[sentence, head, :n].numpy()  # (n, d_model)
     alt = alternative_attention(A[None], T[None], seed=seed)
     change = step * alt.change[0]
     moved = np.clip(A + change, 0.0, None)

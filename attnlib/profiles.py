@@ -110,7 +110,7 @@ PROFILES: dict[str, Profile] = {
         transformer_epochs=3,
         identifiability_sentences=400,
         identifiability_imdb=64,
-        probe_train_sentences=800,
+        probe_train_sentences=600,
         description="small and fast: the whole book in about 15 min on 2 CPU cores, <= 2 GB",
     ),
     "paper": Profile(

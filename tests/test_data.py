@@ -566,3 +566,18 @@ def test_unreachable_hub_fails_fast(monkeypatch, tmp_path):
     with pytest.raises(ConnectionError, match="rt-polarity"):
         load_dataset("agnews", cache_dir=str(tmp_path / "empty-cache"))
     assert time.monotonic() - start < 10
+
+
+def test_sample_texts_is_seeded_raw_and_checked():
+    from attnlib import data
+
+    texts, labels = data.sample_texts("imdb", 5, seed=3)
+    again, _ = data.sample_texts("imdb", 5, seed=3)
+    other, _ = data.sample_texts("imdb", 5, seed=4)
+    assert texts == again and texts != other and len(texts) == 5 and labels.shape == (5,)
+    assert all(isinstance(t, str) and t.strip() for t in texts)
+    assert set(labels.tolist()) <= {0, 1}
+    rt, _ = data.sample_texts("rt-polarity", None)
+    assert len(rt) > 8000  # all of rt-polarity, untokenised
+    with pytest.raises(ValueError, match="movie-review"):
+        data.sample_texts("synthetic", 3)

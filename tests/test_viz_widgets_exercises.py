@@ -366,3 +366,32 @@ def test_identifiability_figures():
     fig5 = viz.plot_token_identity(table, reference={"Brunner": ([2], [0.9])}, chance=0.1)
     assert fig5.axes[0].get_ylim()[1] > 1
     plt.close("all")
+
+
+def test_null_space_figure_and_explorer_keep_the_head_output():
+    import matplotlib.pyplot as plt
+    import re
+
+    import torch
+
+    from attnlib import data
+    from attnlib.models import TransformerClassifier, TransformerConfig
+
+    torch.manual_seed(0)
+    model = TransformerClassifier(30, TransformerConfig(layers=2, heads=2, head_dim=3, embed_dim=6, dropout=0.0))
+    rng = np.random.default_rng(0)
+    ids = [np.concatenate([[data.SOS], rng.integers(4, 30, n - 2), [data.EOS]]) for n in (9, 6)]
+    tr = model.trace(data.collate(ids, [0, 1]))
+    tokens = [[f"w{i}" for i in range(int(n))] for n in tr.lengths]
+    fig = widgets.null_space_figure(tr, tokens, 0, 1, 1, 1.0)
+    title = fig._suptitle.get_text()
+    change, scale, jsd = (float(x) for x in re.findall(r"= ([0-9.e+-]+)", title)[:3])
+    assert change < 1e-5 * max(scale, 1) and jsd > 0.01  # the output stays, the attention moves
+    assert widgets.null_space_figure(tr, tokens, 0, 1, 1, 0.0)._suptitle.get_text().endswith("= 0.000")
+    w = widgets.null_space_explorer(tr, tokens)
+    assert len(w.children) == 3
+    with pytest.raises(ValueError, match="step"):
+        widgets.null_space_figure(tr, tokens, 0, 0, 0, 2.0)
+    with pytest.raises(ValueError, match="tokens"):
+        widgets.null_space_figure(tr, [t[:-1] for t in tokens], 0, 0, 0)
+    plt.close("all")

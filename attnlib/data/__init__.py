@@ -19,7 +19,7 @@ Face ``datasets``; need a network or local ``data_files``).
 from .batching import Batch, collate
 from .embeddings import GLOVE_DIM, glove_embeddings
 from .online import OFFLINE_ALTERNATIVES, DatasetUnavailableError
-from .sources import available_datasets, load_dataset
+from .sources import available_datasets, load_dataset, sample_texts
 from .splits import Dataset, Split, stratified_positions
 from .synthetic import (
     DISTRACTORS,
@@ -46,6 +46,7 @@ __all__ = [
     "Dataset",
     "stratified_positions",
     "load_dataset",
+    "sample_texts",
     "available_datasets",
     "glove_embeddings",
     "GLOVE_DIM",

@@ -330,22 +330,23 @@ def trace_statistics(trace, groups: Mapping[str, np.ndarray] | None = None) -> p
         A = attentions[:, layer].detach().cpu().numpy()
         Tm = reduce_values(values[:, layer].detach().cpu().numpy(), trace.output_projection[layer].detach().cpu().numpy())
         eff, dims = effective_attention(A, Tm, lengths, with_null_dim=True)
-        a = A.astype(np.float64) * pair
-        ma, me = a.sum((-2, -1)) / count, eff.sum((-2, -1)) / count  # (B, H) means over the d_s^2 entries
-        da, de = (a - ma[..., None, None]) * pair, (eff - me[..., None, None]) * pair
-        cov = (da * de).sum((-2, -1))
-        va, ve = (da * da).sum((-2, -1)), (de * de).sum((-2, -1))
+        a = A.astype(np.float64) * pair  # 0 off the sentence (as eff is)
+        # Pearson r over each sentence's d_s^2 entries from sums (einsum: no (B, h, T, T) temporaries)
+        sa, se = a.sum((-2, -1)), eff.sum((-2, -1))
+        cov = np.einsum("bhij,bhij->bh", a, eff) - sa * se / count
+        va = np.einsum("bhij,bhij->bh", a, a) - sa * sa / count
+        ve = np.einsum("bhij,bhij->bh", eff, eff) - se * se / count
         with np.errstate(invalid="ignore", divide="ignore"):
-            corr = np.where((va > 0) & (ve > 0), cov / np.sqrt(va * ve), np.nan)
-        corr = np.where(dims == 0, 1.0, corr)  # nothing projected away: A_eff = A (r = 1 by definition)
+            corr = np.where((va > 1e-12 * count) & (ve > 1e-12 * count), cov / np.sqrt(va * ve), np.nan)
+        corr = np.clip(np.where(dims == 0, 1.0, corr), -1.0, 1.0)  # nothing projected away: A_eff = A (r = 1)
         cols = {
             "sentence": np.repeat(np.arange(B), H), "layer": layer, "head": np.tile(np.arange(H), B),
             "length": np.repeat(lengths, H), "d_v": trace.head_dim, "null_dim": dims.reshape(-1),
             "correlation": corr.reshape(-1),
         }
         for name, g in groups.items():
-            gm = (g & real)[:, None, None, :].astype(np.float64)  # keys in the group
+            keys = (g & real).astype(np.float64)  # (B, T): the group's keys
             for kind, M in (("raw", a), ("effective", eff)):
-                cols[f"{kind} {name}"] = ((M * gm).sum((-2, -1)) / lengths[:, None]).reshape(-1)
+                cols[f"{kind} {name}"] = (np.einsum("bhij,bj->bh", M, keys) / lengths[:, None]).reshape(-1)
         frames.append(pd.DataFrame(cols))
     return pd.concat(frames, ignore_index=True)

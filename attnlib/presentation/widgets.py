@@ -366,8 +366,6 @@ def null_space_explorer(trace, tokens: Sequence[Sequence[str]], sentence: int = 
                         *, seed: int = 0):
     """Choose a sentence, a layer and a head, and slide along a null-space direction (:func:`null_space_figure`)."""
     import ipywidgets as W
-    import matplotlib.pyplot as plt
-    from IPython.display import display
 
     options = [(f"{i}: {' '.join(tokens[i][1:7])} ...", i) for i in range(len(trace))]
     pick = W.Dropdown(options=options, value=sentence, description="sentence", layout=W.Layout(width="420px"))
@@ -380,12 +378,9 @@ def null_space_explorer(trace, tokens: Sequence[Sequence[str]], sentence: int = 
     out = W.Output()
 
     def redraw(*_):
-        with out:
-            out.clear_output(wait=True)
-            fig = null_space_figure(trace, tokens, pick.value, lay.value, hd.value, step.value, seed=seed)
-            plt.show(fig)
+        _figure_out(out, lambda: null_space_figure(trace, tokens, pick.value, lay.value, hd.value, step.value, seed=seed))
 
     for w in (pick, lay, hd, step):
         w.observe(redraw, names="value")
     redraw()
-    display(W.VBox([pick, W.HBox([lay, hd, step]), out]))
+    return W.VBox([pick, W.HBox([lay, hd, step]), out])

@@ -763,6 +763,7 @@ def plot_correlation_by_length(panels: dict, *, bins: Sequence[int], reference: 
     for label, (xs, ranges) in (reference or {}).items():
         lo, hi = np.asarray(ranges, float).T
         ax.vlines(xs, lo, hi, color="#555555", lw=4, alpha=0.5, label=label)
+        ax.plot(xs, (lo + hi) / 2, ls="none", marker="D", ms=4, color="#555555")  # a range of 0 shows too
     ax.set_xlabel("sentence length $d_s$ (tokens); dotted: $d_v$")
     ax.set_ylabel("Pearson r(raw, effective)")
     ax.legend(fontsize=8)

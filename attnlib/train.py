@@ -331,7 +331,12 @@ def seeded(seed: int) -> Iterator[None]:
     """Seed every global random generator (:func:`attnlib.seed_everything`) and keep them to this block.
 
     Wrap the construction of a model whose initial weights come from the global generators
-    in it: no other training thread draws from them until the block ends.
+    in it: no other *building* thread draws from them until the block ends. Training itself
+    must not draw from the global generators at all: a model trained in another thread would
+    draw between this block's seed and its weights, and the model built here would depend on
+    the threads' timing. (An ``nn.Dropout`` in the transformer did exactly that: under load, a
+    BiLSTM trained beside it ended at test F1 0.774 instead of 0.765. The transformer's dropout
+    now has its own generator.)
     """
     with _INIT_LOCK:
         seed_everything(seed)

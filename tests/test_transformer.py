@@ -192,3 +192,26 @@ def test_train_model_builds_caches_and_reproduces_the_transformer(tiny_dataset):
         assert torch.equal(v, w), k
     with pytest.raises(ValueError, match="ModelConfig or a TransformerConfig"):
         train.train_model(tiny_dataset, {"layers": 1})
+
+
+def test_dropout_draws_from_the_models_own_generator():
+    """Training masks must not depend on who else draws from torch's global generator (threads)."""
+    config = TransformerConfig(layers=1, heads=2, head_dim=4, embed_dim=6, dropout=0.5)
+    outs = []
+    for other_draws in (0, 7):
+        model = _model(seed=3, config=config).train()
+        torch.rand(other_draws)  # someone else using the global generator in between
+        outs.append(model(_batch()).probs)
+    torch.testing.assert_close(outs[0], outs[1], atol=0, rtol=0)
+    model.eval()
+    torch.testing.assert_close(model(_batch()).probs, model(_batch()).probs, atol=0, rtol=0)  # eval: no dropout
+
+
+def test_transformers_trained_at_once_equal_each_trained_alone(tiny_dataset):
+    configs = {f"d{d}": TransformerConfig(layers=1, heads=2, head_dim=d, max_positions=64) for d in (4, 2)}
+    together = train.train_models({k: dict(dataset=tiny_dataset, config=c, epochs=2, use_cache=False, progress=False)
+                                   for k, c in configs.items()}, progress=False)
+    for k, c in configs.items():
+        alone = train.train_model(tiny_dataset, c, epochs=2, use_cache=False, progress=False)
+        for (name, v), w in zip(alone.model.state_dict().items(), together[k].model.state_dict().values()):
+            assert torch.equal(v, w), (k, name)

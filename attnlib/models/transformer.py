@@ -85,10 +85,35 @@ class TransformerOutput:
         return self.probs.argmax(-1)
 
 
+class _Dropout(nn.Module):
+    """Dropout that draws from its model's own generator, never torch's global one.
+
+    The book trains several models at once in threads (:func:`attnlib.train.train_models`);
+    with ``nn.Dropout`` two transformers would share the global generator, and which masks
+    each drew would depend on the threads' timing: the same seed trained different models.
+    The generator is seeded when the model is built (from the global generator, which
+    :func:`attnlib.train.seeded` seeds under a lock), once per device.
+    """
+
+    def __init__(self, p: float, seed: int):
+        super().__init__()
+        self.p, self.seed = p, seed
+        self._generators: dict = {}
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.training or self.p == 0:
+            return x
+        g = self._generators.get(x.device)
+        if g is None:
+            g = self._generators[x.device] = torch.Generator(device=x.device).manual_seed(self.seed)
+        keep = torch.rand(x.shape, generator=g, device=x.device, dtype=x.dtype) >= self.p
+        return x * keep / (1 - self.p)
+
+
 class _Layer(nn.Module):
     """One pre-LN transformer layer, split into its attention (probs, values) and the rest."""
 
-    def __init__(self, config: TransformerConfig):
+    def __init__(self, config: TransformerConfig, drop: _Dropout):
         super().__init__()
         d, self.h, self.dv = config.d_model, config.heads, config.head_dim
         self.norm1 = nn.LayerNorm(d)
@@ -96,7 +121,7 @@ class _Layer(nn.Module):
         self.out = nn.Linear(d, d)
         self.norm2 = nn.LayerNorm(d)
         self.ffn = nn.Sequential(nn.Linear(d, config.ffn_mult * d), nn.GELU(), nn.Linear(config.ffn_mult * d, d))
-        self.drop = nn.Dropout(config.dropout)
+        self.drop = drop  # the model's one dropout (one generator)
         self.scale = 1.0 / math.sqrt(self.dv)
 
     def attend(self, x: torch.Tensor, key_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -150,8 +175,8 @@ class TransformerClassifier(nn.Module):
         self.positions = nn.Embedding(config.max_positions, d)
         nn.init.normal_(self.positions.weight, std=0.02)
         self.embed_norm = nn.LayerNorm(d)
-        self.drop = nn.Dropout(config.dropout)
-        self.layers = nn.ModuleList(_Layer(config) for _ in range(config.layers))
+        self.drop = _Dropout(config.dropout, seed=int(torch.randint(0, 2**62, (1,)).item()))
+        self.layers = nn.ModuleList(_Layer(config, self.drop) for _ in range(config.layers))
         self.norm = nn.LayerNorm(d)
         self.decoder = nn.Linear(d, 1 if config.n_classes == 2 else config.n_classes)
         self.sites = tuple(Site(layer, head) for layer in range(config.layers) for head in range(config.heads))

@@ -31,7 +31,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from .._checks import check_distribution, check_positive_int
 from ..data import EOS, PAD, SOS
 from .interventions import uniform_rows as uniform_attention
-from .protocol import ONLY_SITE, Site, SiteState, eval_mode
+from .protocol import ONLY_SITE, Site, SiteState, class_probabilities, eval_mode
 
 __all__ = [
     "ENCODERS",
@@ -288,10 +288,7 @@ class AttentionClassifier(nn.Module):
 
     def probabilities(self, logits: torch.Tensor) -> torch.Tensor:
         """Class distribution from logits: [1 - sigmoid, sigmoid] for binary, softmax otherwise."""
-        if self.config.n_classes == 2:
-            p = torch.sigmoid(logits)
-            return torch.cat([1 - p, p], dim=-1)
-        return torch.softmax(logits, dim=-1)
+        return class_probabilities(logits, self.config.n_classes)
 
     # ------------------------------------------------------------------ forward
     def forward(

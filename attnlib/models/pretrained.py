@@ -45,7 +45,7 @@ from torch import nn
 from .._checks import check_positive_int, check_positive_number, check_seed
 from ..data import Batch
 from .heads import Trace, apply_edits, check_edits, flatten_candidates, key_mask_of
-from .protocol import Site, SiteState, device_of, eval_mode
+from .protocol import Site, SiteState, class_probabilities, device_of, eval_mode
 from .transformer import TransformerOutput
 
 __all__ = ["minilm_path", "PretrainedClassifierConfig", "PretrainedClassifier", "ATTENTION_IMPLEMENTATION"]
@@ -394,10 +394,7 @@ class PretrainedClassifier(nn.Module):
 
     def probabilities(self, logits: torch.Tensor) -> torch.Tensor:
         """Class distribution from logits: [1 - sigmoid, sigmoid] for binary, softmax otherwise."""
-        if self.config.n_classes == 2:
-            p = torch.sigmoid(logits)
-            return torch.cat([1 - p, p], dim=-1)
-        return torch.softmax(logits, dim=-1)
+        return class_probabilities(logits, self.config.n_classes)
 
     def pooled(self, batch, edits=None) -> torch.Tensor:
         """The mean of the last hidden states over the real positions ([CLS], [SEP] included): (B, d_model)."""

@@ -36,7 +36,8 @@ from typing import Any, Protocol, runtime_checkable
 import torch
 from torch import nn
 
-__all__ = ["Site", "ONLY_SITE", "SiteState", "InterventionModel", "check_model", "device_of", "eval_mode"]
+__all__ = ["Site", "ONLY_SITE", "SiteState", "InterventionModel", "check_model", "device_of", "eval_mode",
+           "class_probabilities"]
 
 
 @dataclass(frozen=True)
@@ -129,3 +130,12 @@ def eval_mode(model: nn.Module):
         yield model
     finally:
         model.train(was_training)
+
+
+def class_probabilities(logits: torch.Tensor, n_classes: int) -> torch.Tensor:
+    """Every family's output distribution from its logits: [1 - sigmoid, sigmoid] of one logit for
+    two classes, softmax otherwise. (B, ..., 1 or C) -> (B, ..., C)."""
+    if n_classes == 2:
+        p = torch.sigmoid(logits)
+        return torch.cat([1 - p, p], dim=-1)
+    return torch.softmax(logits, dim=-1)

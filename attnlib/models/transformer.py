@@ -27,7 +27,7 @@ from torch import nn
 from .._checks import check_positive_int, check_positive_number
 from ..data import PAD
 from .heads import Trace, apply_edits, check_edits, flatten_candidates
-from .protocol import Site, SiteState
+from .protocol import Site, SiteState, class_probabilities
 
 __all__ = ["TransformerConfig", "TransformerOutput", "TransformerClassifier"]
 
@@ -214,10 +214,7 @@ class TransformerClassifier(nn.Module):
 
     def probabilities(self, logits: torch.Tensor) -> torch.Tensor:
         """Class distribution from logits: [1 - sigmoid, sigmoid] for binary, softmax otherwise."""
-        if self.config.n_classes == 2:
-            p = torch.sigmoid(logits)
-            return torch.cat([1 - p, p], dim=-1)
-        return torch.softmax(logits, dim=-1)
+        return class_probabilities(logits, self.config.n_classes)
 
     def _top(self, x: torch.Tensor, key_mask: torch.Tensor, start: int, edits: dict) -> torch.Tensor:
         for index in range(start, len(self.layers)):

@@ -233,10 +233,21 @@ class Run:
             yield rows, take(self.batch, rows).to(self.device)
 
     def states(self, site: Site | None = None) -> Iterator[tuple[np.ndarray, Batch, SiteState]]:
-        """(rows, chunk, the model's state below ``site``), chunk by chunk; the state without gradient."""
+        """(rows, chunk, the model's state below ``site``), chunk by chunk; the state without gradient.
+
+        The experiments edit one attention row per instance, (n, T): a site with a row per
+        query (a transformer head, (n, Q, T)) is a clear ValueError, not a shape error deep in
+        an experiment.
+        """
         for rows, chunk in self.chunk_batches():
             with torch.no_grad():
                 state = self.model.site_state(chunk, site)
+            if state.attention.ndim != 2:
+                raise ValueError(
+                    f"this experiment edits one attention row per instance; the attention at {state.site} has "
+                    f"shape {tuple(state.attention.shape)} (a row per query, as in a transformer head): edit such "
+                    f"sites with the model's edits= or decode_at and attnlib.models.interventions"
+                )
             yield rows, chunk, state
 
 

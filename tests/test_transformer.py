@@ -215,3 +215,15 @@ def test_transformers_trained_at_once_equal_each_trained_alone(tiny_dataset):
         alone = train.train_model(tiny_dataset, c, epochs=2, use_cache=False, progress=False)
         for (name, v), w in zip(alone.model.state_dict().items(), together[k].model.state_dict().values()):
             assert torch.equal(v, w), (k, name)
+
+
+@pytest.mark.parametrize("experiment", ["permute_attention", "adversarial_attention", "single_weight",
+                                        "ranked_removal"])
+def test_row_per_instance_experiments_refuse_a_head_with_a_row_per_query(tiny_dataset, experiment):
+    from attnlib import counterfactual, erasure
+
+    config = TransformerConfig(layers=1, heads=2, head_dim=4, max_positions=64)
+    model = TransformerClassifier(len(tiny_dataset.vocab), config).eval()
+    run = getattr(counterfactual, experiment, None) or getattr(erasure, experiment)
+    with pytest.raises(ValueError, match="one attention row per instance.*a row per query"):
+        run(model, tiny_dataset.test, max_instances=4, site=Site(0, 1))

@@ -420,10 +420,7 @@ def adversarial_attention(
                    mininterval=1.0)  # one redraw a second at most (see attnlib.train.fit)
         with bar:
             for rows, chunk, state in run.states(site):
-                alpha_hat, mask = state.attention, state.mask  # (n, T)
-                if alpha_hat.ndim != 2:
-                    raise ValueError(f"adversarial_attention searches one attention row per instance; the attention at "
-                                     f"{state.site} has shape {tuple(alpha_hat.shape)}")
+                alpha_hat, mask = state.attention, state.mask  # (n, T): one row per instance (Run.states)
                 with torch.no_grad():
                     y_hat = model.decode_at(state, alpha_hat)  # (n, C)
                 n, T = mask.shape

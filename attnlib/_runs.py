@@ -232,16 +232,20 @@ class Run:
         for rows in self.chunks:
             yield rows, take(self.batch, rows).to(self.device)
 
-    def states(self, site: Site | None = None) -> Iterator[tuple[np.ndarray, Batch, SiteState]]:
+    def states(self, site: Site | None = None, *, query_rows: bool = False) -> Iterator[tuple[np.ndarray, Batch, SiteState]]:
         """(rows, chunk, the model's state below ``site``), chunk by chunk; the state without gradient.
 
-        The experiments edit one attention row per instance, (n, T): a site with a row per
-        query (a transformer head, (n, Q, T)) is a clear ValueError, not a shape error deep in
-        an experiment.
+        Most experiments edit one attention row per instance, (n, T): unless ``query_rows``
+        (the experiment handles a row per query, (n, Q, T), as permutation and the adversary
+        do), a site with a row per query (a transformer head) is a clear ValueError, not a
+        shape error deep in an experiment.
         """
         for rows, chunk in self.chunk_batches():
             with torch.no_grad():
                 state = self.model.site_state(chunk, site)
+            if state.attention.ndim == 3 and query_rows:
+                yield rows, chunk, state
+                continue
             if state.attention.ndim != 2:
                 raise ValueError(
                     f"this experiment edits one attention row per instance; the attention at {state.site} has "

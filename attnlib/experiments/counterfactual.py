@@ -51,6 +51,7 @@ __all__ = [
     "fraction_very_different",
     "bin_by_max_attention",
     "select_within_eps",
+    "query_row_sources",
     "VERY_DIFFERENT_JSD",
     "MAX_ATTENTION_BINS",
 ]
@@ -72,6 +73,8 @@ _PERMUTATION_ROWS = 128
 _ADVERSARY_ROWS = 256
 _PERMUTATION_BUDGET = 2**23
 _ADVERSARY_BUDGET = 2**25
+# A transformer head's permutations: elements per group of candidates decoded at once (see _permutation_changes).
+_QUERY_ROW_BUDGET = 2**25
 
 
 # ----------------------------------------------------------------------------- results
@@ -85,11 +88,15 @@ class PermutationResult(InstanceResult):
     labels:        (N,) gold labels.
     indices:       (N,) positions of the instances in their split.
     all_tvd:       (N, n_permutations) every TVD(y-hat, y-hat_p).
+    all_predicted: (N, n_permutations) the predicted class under each permutation.
     probs:         (N, C) y-hat.
     lengths:       (N,) real tokens per instance (no <SOS>/<EOS>).
     permutations:  (N, n_permutations, T) or None (``keep_permutations=True``): source
                    positions, alpha_p[t] = alpha-hat[permutations[p, t]], over the padded
                    token positions (identity on <SOS>, <EOS>, padding).
+
+    At a site with a row per query (a transformer head), max_attention is the largest
+    weight of the [CLS] (first) query row.
     """
 
     median_tvd: np.ndarray
@@ -98,6 +105,19 @@ class PermutationResult(InstanceResult):
     n_permutations: int
     seed: int
     permutations: np.ndarray | None = None
+    all_predicted: np.ndarray | None = None
+
+    @property
+    def permuted_accuracy(self) -> float:
+        """Accuracy over every (instance, permutation) pair: the poster's "shuffled" accuracy."""
+        if self.all_predicted is None:
+            raise ValueError("this result has no per-permutation predictions")
+        return float((self.all_predicted == self.labels[:, None]).mean())
+
+    @property
+    def accuracy(self) -> float:
+        """Accuracy of the model's own predictions on these instances."""
+        return float((self.predicted == self.labels).mean())
 
     def to_frame(self) -> pd.DataFrame:
         """One row per instance: instance, label, predicted, length, max_attention, median_tvd."""
@@ -223,6 +243,15 @@ def _loss_jsd(p: torch.Tensor, q: torch.Tensor, neg_entropy_p: torch.Tensor, neg
     return 0.5 * (neg_entropy_p + neg_entropy_q) - _xlogx(0.5 * (p + q)).sum(-1)
 
 
+def _row_mean(mask: torch.Tensor, ndim: int):
+    """(n, k, Q) per-row values -> (n, k), the mean over each instance's real query rows; identity for (n, k)."""
+    if ndim == 2:
+        return lambda values: values
+    weights = mask.to(torch.get_default_dtype())
+    weights = (weights / weights.sum(-1, keepdim=True)).unsqueeze(1)  # (n, 1, Q)
+    return lambda values: (values * weights.to(values.dtype)).sum(-1)
+
+
 def _initial_logits(first, n_real, index, k: int, seed: int, init_noise: float, T: int) -> torch.Tensor:
     """J&W's start: log(uniform over the real tokens) + init_noise * N(0, 1), seeded per instance.
 
@@ -242,20 +271,50 @@ def _initial_logits(first, n_real, index, k: int, seed: int, init_noise: float, 
 
 
 # ----------------------------------------------------------------------------- permutation
-def _permutation_changes(model, state, n_permutations: int, rng: np.random.Generator):
+def query_row_sources(mask: torch.Tensor, n_queries: int, n_permutations: int, rng: np.random.Generator) -> torch.Tensor:
+    """Source positions (n, P, Q, T) that permute every query row of a head on its own.
+
+    :func:`attnlib.models.interventions.permutation_sources` over the key mask repeated once
+    per query row: each of the Q rows of each instance gets its own uniformly random
+    permutation of the real keys (identity elsewhere), drawn from ``rng``.
+    """
+    n, T = mask.shape
+    src = interventions.permutation_sources(mask.repeat_interleave(n_queries, 0), n_permutations, rng)
+    return src.view(n, n_queries, n_permutations, T).transpose(1, 2)
+
+
+def _permutation_changes(model, state, n_permutations: int, rng: np.random.Generator, budget: int = _QUERY_ROW_BUDGET):
     """The batched core of Alg. 2 for one chunk's state (below the site, computed once).
 
-    Returns TVD(y-hat, y-hat_p) (n, P), y-hat (n, C) and the source positions (n, P, T).
-    alpha-hat is decoded as row 0 next to the P permutations in ONE ``model.decode_at`` call
-    with attention (n, 1 + P, T), so y-hat and the y-hat_p come from the same kernel.
+    Returns TVD(y-hat, y-hat_p) (n, P), y-hat (n, C), the predicted class under each
+    permutation (n, P) and the source positions (n, P, T) (one row per instance) or
+    (n, P, Q, T) (a row per query, :func:`query_row_sources`).
+
+    One row per instance: alpha-hat is decoded as row 0 next to the P permutations in ONE
+    ``model.decode_at`` call with attention (n, 1 + P, T), so y-hat and the y-hat_p come
+    from the same kernel. A row per query (a transformer head): the layers above the site
+    are recomputed once per group of candidates, as many as fit ``budget`` elements, each
+    group decoded with alpha-hat as its row 0 (its TVDs measured against that row).
     """
     alpha = state.attention
-    src = interventions.permutation_sources(state.mask, n_permutations, rng)  # (n, P, T), CPU
-    permuted = interventions.permute_rows(alpha, src)
-    probs = model.decode_at(state, torch.cat([alpha.unsqueeze(1), permuted], 1))  # (n, 1 + P, C)
-    n, P = src.shape[:2]
-    change = metrics.tvd(probs[:, 1:], probs[:, :1].expand(n, P, probs.shape[-1]), check=False)
-    return change, probs[:, 0], src
+    if alpha.ndim == 2:
+        src = interventions.permutation_sources(state.mask, n_permutations, rng)  # (n, P, T), CPU
+        groups = [slice(0, n_permutations)]
+    else:
+        n, Q, T = alpha.shape
+        src = query_row_sources(state.mask, Q, n_permutations, rng)  # (n, P, Q, T)
+        per_candidate = n * Q * 8 * int(getattr(model, "hidden_size", 1))
+        size = max(1, min(n_permutations, budget // max(per_candidate, 1)))
+        groups = [slice(a, min(a + size, n_permutations)) for a in range(0, n_permutations, size)]
+    changes, predicted, y_hat = [], [], None
+    for group in groups:
+        permuted = interventions.permute_rows(alpha, src[:, group])
+        probs = model.decode_at(state, torch.cat([alpha.unsqueeze(1), permuted], 1))  # (n, 1 + p, C)
+        n, p = probs.shape[0], probs.shape[1] - 1
+        changes.append(metrics.tvd(probs[:, 1:], probs[:, :1].expand(n, p, probs.shape[-1]), check=False))
+        predicted.append(probs[:, 1:].argmax(-1))
+        y_hat = probs[:, 0] if y_hat is None else y_hat
+    return torch.cat(changes, 1), y_hat, torch.cat(predicted, 1), src
 
 
 def permute_attention(
@@ -268,6 +327,7 @@ def permute_attention(
     chunk_size: int | None = None,
     keep_permutations: bool = False,
     site: Site | None = None,
+    permutation_seed: int | None = None,
 ) -> PermutationResult:
     """Output change when attention is permuted among the real tokens (J&W 2019, Alg. 2).
 
@@ -296,7 +356,11 @@ def permute_attention(
             same arguments give the same permutations; another ``chunk_size`` draws
             other (equally random) ones.
         keep_permutations: also return the permutations (N, P, T).
+        permutation_seed: seeds the permutations alone (None: ``seed``), e.g. other
+            permutations of the same subset at each head of a transformer.
         site: where to permute (None: the model's first site; J&W's classifier has one).
+            At a transformer head, every query row is permuted on its own
+            (:func:`query_row_sources`) and the layers above it are recomputed.
 
     All permutations of all instances of a chunk go through ONE ``model.decode_at`` call
     with attention of shape (n, 1 + P, T) (alpha-hat itself is row 0, so y-hat and the
@@ -304,19 +368,24 @@ def permute_attention(
     uniform, gives exactly 0).
     """
     P = check_positive_int(n_permutations, "n_permutations")
-    rng = np.random.default_rng(check_seed(seed))
+    rng = np.random.default_rng(check_seed(seed if permutation_seed is None else permutation_seed))
     with _runs.experiment(model, split_or_batch, seed=seed, max_instances=max_instances, chunk_size=chunk_size,
                           rows=_PERMUTATION_ROWS, cost=lambda T, H: (P + 1) * (H + 4 * T),
                           budget=_PERMUTATION_BUDGET) as run, torch.no_grad():
         N, T_all = run.batch.tokens.shape
         all_tvd = np.empty((N, P), dtype=np.float64)
+        all_predicted = np.empty((N, P), dtype=np.int64)
         max_attention = np.empty(N, dtype=np.float64)
         probs_out = np.empty((N, run.model.n_classes), dtype=np.float64)
         perms = np.broadcast_to(np.arange(T_all), (N, P, T_all)).copy() if keep_permutations else None
-        for rows, _, state in run.states(site):
-            change, y_hat, src = _permutation_changes(run.model, state, P, rng)
+        for rows, _, state in run.states(site, query_rows=True):
+            if perms is not None and state.attention.ndim == 3:
+                raise ValueError("keep_permutations keeps one row per instance; this site has a row per query")
+            change, y_hat, predicted, src = _permutation_changes(run.model, state, P, rng)
             all_tvd[rows] = change.double().cpu().numpy()
-            max_attention[rows] = state.attention.max(-1).values.double().cpu().numpy()
+            all_predicted[rows] = predicted.cpu().numpy()
+            first_row = state.attention if state.attention.ndim == 2 else state.attention[:, 0]
+            max_attention[rows] = first_row.max(-1).values.double().cpu().numpy()
             probs_out[rows] = y_hat.double().cpu().numpy()
             if perms is not None:
                 perms[rows, :, : src.shape[-1]] = src.numpy()
@@ -327,6 +396,7 @@ def permute_attention(
         n_permutations=P,
         seed=seed,
         permutations=perms,
+        all_predicted=all_predicted,
         **run.instance_fields(probs_out),
     )
 
@@ -387,8 +457,12 @@ def adversarial_attention(
             seeded on its own and the loss is a sum of per-instance terms.
         progress: show a tqdm bar over the optimisation steps.
         site: where to search (None: the model's first site), for any model that meets
-            :class:`attnlib.models.protocol.InterventionModel` with one attention row per
-            instance at that site.
+            :class:`attnlib.models.protocol.InterventionModel`. At a transformer head (a
+            model with ``rows_per_query = True``) every query row of the head is a
+            searched distribution, candidates are (k, Q, T) per instance, the layers above
+            the head are recomputed, and a candidate's JSD from alpha-hat is the mean over
+            the instance's real query rows (``candidates`` (N, K, T, T), ``alpha`` (N, T, T),
+            ``max_attention`` the [CLS] row's largest weight).
 
     The model is put in eval mode (restored after); its parameters receive no
     gradient (only the attention logits are differentiated, with torch.autograd.grad).
@@ -403,15 +477,20 @@ def adversarial_attention(
     n_pairs = k * (k - 1) // 2
     from tqdm.auto import tqdm
 
+    by_query = bool(getattr(model, "rows_per_query", False))
+    if by_query:  # every candidate runs the layers above the site, forward and backward
+        cost = lambda T, H: T * k * 16 * H  # noqa: E731
+    else:
+        cost = lambda T, H: T * (H + 8 * k + 8 * n_pairs)  # noqa: E731
     with _runs.experiment(model, split_or_batch, seed=seed, max_instances=max_instances, chunk_size=chunk_size,
-                          rows=_ADVERSARY_ROWS, cost=lambda T, H: T * (H + 8 * k + 8 * n_pairs),
-                          budget=_ADVERSARY_BUDGET) as run:
+                          rows=_ADVERSARY_ROWS, cost=cost, budget=_ADVERSARY_BUDGET) as run:
         model, device = run.model, run.device
         N, T_all = run.batch.tokens.shape
         C = model.n_classes
         pair_i, pair_j = torch.triu_indices(k, k, offset=1, device=device)
-        candidates = np.zeros((N, k, T_all), dtype=np.float32)
-        alpha_all = np.zeros((N, T_all), dtype=np.float32)
+        rows_shape = (T_all, T_all) if by_query else (T_all,)
+        candidates = np.zeros((N, k, *rows_shape), dtype=np.float32)
+        alpha_all = np.zeros((N, *rows_shape), dtype=np.float32)
         tvd_all = np.empty((N, k), dtype=np.float64)
         jsd_all = np.empty((N, k), dtype=np.float64)
         probs_all = np.empty((N, C), dtype=np.float64)
@@ -419,29 +498,34 @@ def adversarial_attention(
         bar = tqdm(total=steps * len(run.chunks), desc="adversarial attention", unit="step", disable=not progress,
                    mininterval=1.0)  # one redraw a second at most (see attnlib.train.fit)
         with bar:
-            for rows, chunk, state in run.states(site):
-                alpha_hat, mask = state.attention, state.mask  # (n, T): one row per instance (Run.states)
+            for rows, chunk, state in run.states(site, query_rows=by_query):
+                alpha_hat, mask = state.attention, state.mask  # (n, T), or (n, Q, T) with a row per query
                 with torch.no_grad():
                     y_hat = model.decode_at(state, alpha_hat)  # (n, C)
                 n, T = mask.shape
                 first, n_real = interventions.real_span(mask.cpu())
-                logits = _initial_logits(first, n_real, chunk.index.cpu(), k, seed, init_noise, T)
+                Q = alpha_hat.shape[1] if alpha_hat.ndim == 3 else 1
+                logits = _initial_logits(first, n_real, chunk.index.cpu(), k * Q, seed, init_noise, T)
+                logits = logits.view(n, k, *alpha_hat.shape[1:])
                 logits = logits.to(device=device, dtype=alpha_hat.dtype).requires_grad_(True)
                 optimizer = torch.optim.Adam([logits], lr=lr, amsgrad=True)
-                mask3 = mask.unsqueeze(1)  # (n, 1, T)
-                hat3 = alpha_hat.unsqueeze(1).expand(n, k, T)
+                keys = mask.view(n, 1, *([1] * (alpha_hat.ndim - 2)), T)  # (n, 1, [1,] T)
+                hat3 = alpha_hat.unsqueeze(1).expand(n, k, *alpha_hat.shape[1:])
                 y_hat3 = y_hat.unsqueeze(1).expand(n, k, C)
-                hat_terms = _xlogx(alpha_hat).sum(-1, keepdim=True)  # (n, 1): sum alpha-hat log alpha-hat
+                hat_terms = _xlogx(alpha_hat).sum(-1).unsqueeze(1)  # (n, 1[, Q]): sum alpha-hat log alpha-hat
+                rows_of = _row_mean(mask, alpha_hat.ndim)  # a head's JSD: the mean over its real query rows
 
                 for _ in range(steps):
-                    attention = masked_softmax(logits, mask3)  # (n, k, T)
+                    attention = masked_softmax(logits, keys)  # (n, k, T) or (n, k, Q, T)
                     y = model.decode_at(state, attention)  # (n, k, C)
                     output_change = metrics.tvd(y, y_hat3, check=False)  # (n, k)
-                    terms = _xlogx(attention).sum(-1)  # (n, k)
-                    to_hat = _loss_jsd(attention, hat3, terms, hat_terms)  # (n, k) JSD(alpha_i, alpha-hat)
+                    terms = _xlogx(attention).sum(-1)  # (n, k[, Q])
+                    to_hat = rows_of(_loss_jsd(attention, hat3, terms, hat_terms))  # (n, k) JSD(alpha_i, alpha-hat)
                     loss = (penalty * torch.relu(output_change - eps) - to_hat).sum()
                     if n_pairs:  # JSD(alpha_i, alpha_j) for i < j; J&W's mean over all k^2 ordered pairs
-                        cross = _loss_jsd(attention[:, pair_i], attention[:, pair_j], terms[:, pair_i], terms[:, pair_j])
+                        cross = rows_of(
+                            _loss_jsd(attention[:, pair_i], attention[:, pair_j], terms[:, pair_i], terms[:, pair_j])
+                        )
                         loss = loss - cross.sum() * (2.0 / (k * k))
                     (grad,) = torch.autograd.grad(loss, [logits])
                     logits.grad = grad
@@ -449,12 +533,13 @@ def adversarial_attention(
                     bar.update(1)
 
                 with torch.no_grad():
-                    attention = masked_softmax(logits, mask3)
+                    attention = masked_softmax(logits, keys)
                     y = model.decode_at(state, attention)
                     tvd_all[rows] = metrics.tvd(y, y_hat3, check=False).double().cpu().numpy()
-                    jsd_all[rows] = metrics.jsd(attention, hat3, check=False).double().cpu().numpy()
-                    candidates[rows, :, :T] = attention.float().cpu().numpy()
-                    alpha_all[rows, :T] = alpha_hat.float().cpu().numpy()
+                    jsd_all[rows] = rows_of(metrics.jsd(attention, hat3, check=False)).double().cpu().numpy()
+                    span = (slice(None, T),) * (alpha_hat.ndim - 1)
+                    candidates[(rows, slice(None), *span)] = attention.float().cpu().numpy()
+                    alpha_all[(rows, *span)] = alpha_hat.float().cpu().numpy()
                     probs_all[rows] = y_hat.double().cpu().numpy()
                     cand_probs_all[rows] = y.double().cpu().numpy()
 
@@ -471,7 +556,7 @@ def adversarial_attention(
         eps_max_jsd=eps_max,
         best=best,
         candidate_probs=cand_probs_all,
-        max_attention=alpha_all.max(1).astype(np.float64),
+        max_attention=(alpha_all[:, 0] if by_query else alpha_all).max(-1).astype(np.float64),
         settings={"k": k, "steps": steps, "lr": lr, "penalty": penalty, "init_noise": init_noise, "seed": seed},
         **run.instance_fields(probs_all),
     )

@@ -215,6 +215,7 @@ class PretrainedClassifier(nn.Module):
     """
 
     has_own_attention = True
+    rows_per_query = True  # a site is a head: one attention row per query (B, T, T)
 
     def __init__(self, model=None, *, tokenizer=None, n_classes: int = 2, max_length: int | None = None):
         super().__init__()

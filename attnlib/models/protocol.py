@@ -26,6 +26,9 @@ A new family writes, and needs nothing else:
   Differentiable in ``attention``.
 
 It is an ``nn.Module`` (so ``eval()``/``train()`` and its parameters' device work).
+A family whose site attention has a row per query (a transformer head, (B, T, T)) sets
+``rows_per_query = True``: the experiments that handle such sites (permutation, the
+adversary) size their memory by it; the others refuse such a site with a clear error.
 """
 from __future__ import annotations
 

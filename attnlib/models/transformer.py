@@ -79,6 +79,9 @@ class TransformerOutput:
 
     probs: torch.Tensor  # (B, C)
     logits: torch.Tensor  # (B, 1) for binary, (B, C) otherwise
+    #: (B, T) the last layer's [CLS] (<SOS>) attention row, averaged over heads (after any edits):
+    #: the attention Pruthi et al. penalise ("mean" over heads); 0 on padding.
+    attention: torch.Tensor | None = None
 
     @property
     def prediction(self) -> torch.Tensor:
@@ -124,19 +127,43 @@ class _Layer(nn.Module):
         self.drop = drop  # the model's one dropout (one generator)
         self.scale = 1.0 / math.sqrt(self.dv)
 
-    def attend(self, x: torch.Tensor, key_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Attention probabilities (B, h, T, T) and values (B, h, T, d_v) of the layer input x (B, T, d)."""
-        B, T, _ = x.shape
-        q, k, v = self.qkv(self.norm1(x)).view(B, T, 3, self.h, self.dv).permute(2, 0, 3, 1, 4)
+    def attend(self, x: torch.Tensor, key_mask: torch.Tensor, key_edit=None,
+               first_query_only: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        """Attention probabilities (B, h, T, T) and values (B, h, T, d_v) of the layer input x (B, T, d).
+
+        ``key_edit``: a function of the keys (B, T, d_model), all heads side by side, that
+        returns new keys of that shape (the poster's adversarial keys). ``first_query_only``:
+        only the first query row, probabilities (B, h, 1, T) (all the last layer needs).
+        """
+        B, T, d = x.shape
+        normed = self.norm1(x)
+        w, b = self.qkv.weight, self.qkv.bias
+        if first_query_only:
+            q = nn.functional.linear(normed[:, :1], w[:d], b[:d]).view(B, 1, self.h, self.dv).transpose(1, 2)
+            k, v = nn.functional.linear(normed, w[d:], b[d:]).view(B, T, 2, d).unbind(2)
+        else:
+            q, k, v = self.qkv(normed).view(B, T, 3, d).unbind(2)
+            q = q.reshape(B, T, self.h, self.dv).transpose(1, 2)
+        if key_edit is not None:
+            edited = key_edit(k)
+            if not isinstance(edited, torch.Tensor) or edited.shape != k.shape:
+                raise ValueError(f"a key edit must return keys of shape {tuple(k.shape)}")
+            k = edited
+        k = k.reshape(B, T, self.h, self.dv).transpose(1, 2)
+        v = v.reshape(B, T, self.h, self.dv).transpose(1, 2)
         scores = torch.matmul(q, k.transpose(-1, -2)) * self.scale
         scores = scores.masked_fill(~key_mask[:, None, None, :], float("-inf"))
         return torch.softmax(scores, dim=-1), v
 
     def finish(self, x: torch.Tensor, probs: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        """The layer's output from its input x, attention probs and values."""
-        B, _, T, _ = v.shape
-        heads = torch.matmul(probs, v).transpose(1, 2).reshape(B, T, self.h * self.dv)
-        x = x + self.drop(self.out(heads))
+        """The layer's output from its input x, attention probs (B, h, Q, T) and values (B, h, T, d_v).
+
+        With Q < T query rows (``attend(first_query_only=True)``) the output is that of the
+        first Q positions, (B, Q, d).
+        """
+        B, _, Q, _ = probs.shape
+        heads = torch.matmul(probs, v).transpose(1, 2).reshape(B, Q, self.h * self.dv)
+        x = x[:, :Q] + self.drop(self.out(heads))
         return x + self.drop(self.ffn(self.norm2(x)))
 
     def output_projection(self) -> torch.Tensor:
@@ -154,6 +181,7 @@ class TransformerClassifier(nn.Module):
     """
 
     has_own_attention = True
+    rows_per_query = True  # a site is a head: one attention row per query (B, T, T)
 
     def __init__(self, vocab_size: int, config: TransformerConfig = TransformerConfig(),
                  embeddings: np.ndarray | None = None):
@@ -216,21 +244,52 @@ class TransformerClassifier(nn.Module):
         """Class distribution from logits: [1 - sigmoid, sigmoid] for binary, softmax otherwise."""
         return class_probabilities(logits, self.config.n_classes)
 
-    def _top(self, x: torch.Tensor, key_mask: torch.Tensor, start: int, edits: dict) -> torch.Tensor:
+    def _top(self, x: torch.Tensor, key_mask: torch.Tensor, start: int, edits: dict,
+             key_edits: dict | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Logits from the states x entering layer ``start``, and the last layer's [CLS] row (B, h, T).
+
+        The output reads only the [CLS] position after the last layer, so the last layer
+        computes only that query row: the same output as all rows, about a sixth of the
+        last layer's work. A layer with edits (which see whole (B, T, T) rows) computes
+        all rows. ``start`` past the last layer: the logits of x itself (no row).
+        """
+        last, cls_row = len(self.layers) - 1, None
         for index in range(start, len(self.layers)):
             layer = self.layers[index]
-            probs, v = layer.attend(x, key_mask)
-            x = layer.finish(x, apply_edits(probs, edits.get(index), key_mask), v)
-        return self.decoder(self.norm(x[:, 0]))
+            only_cls = index == last and index not in edits
+            probs, v = layer.attend(x, key_mask, (key_edits or {}).get(index), first_query_only=only_cls)
+            probs = apply_edits(probs, edits.get(index), key_mask)
+            x = layer.finish(x, probs, v)
+            if index == last:
+                cls_row = probs[:, :, 0]
+        return self.decoder(self.norm(x[:, 0])), cls_row
 
     # ------------------------------------------------------------------ forward
-    def forward(self, x, edits=None) -> TransformerOutput:
-        """Output for a Batch (or (B, T) ids), with ``edits`` {Site: edit} applied (see attnlib.models.heads)."""
+    def forward(self, x, edits=None, key_edits=None) -> TransformerOutput:
+        """Output for a Batch (or (B, T) ids), with ``edits`` {Site: edit} applied (see attnlib.models.heads).
+
+        ``key_edits``: {layer: function} maps a layer's keys (B, T, d_model), all heads side
+        by side, to new keys of the same shape before the attention is computed (the
+        poster's adversarial keys); the values are left alone.
+        """
         edits = check_edits(edits, self.config.layers, self.config.heads)
+        key_edits = self._check_key_edits(key_edits)
         tokens = self._tokens(x)
         h, key_mask = self.embed(tokens)
-        logits = self._top(h, key_mask, 0, edits)
-        return TransformerOutput(probs=self.probabilities(logits), logits=logits)
+        logits, cls_row = self._top(h, key_mask, 0, edits, key_edits)
+        return TransformerOutput(probs=self.probabilities(logits), logits=logits, attention=cls_row.mean(1))
+
+    def _check_key_edits(self, key_edits) -> dict:
+        if key_edits is None:
+            return {}
+        if not isinstance(key_edits, dict):
+            raise ValueError(f"key_edits must be a dict {{layer: function}}, got {type(key_edits).__name__}")
+        for layer, fn in key_edits.items():
+            if isinstance(layer, bool) or not isinstance(layer, int) or not 0 <= layer < self.config.layers:
+                raise ValueError(f"key_edits: layer {layer!r} is outside the model's {self.config.layers} layers")
+            if not callable(fn):
+                raise ValueError(f"key_edits: the edit of layer {layer} must be a function keys -> keys")
+        return key_edits
 
     @torch.no_grad()
     def trace(self, x) -> Trace:
@@ -285,8 +344,10 @@ class TransformerClassifier(nn.Module):
         h, probs, v, key_mask = rep(h), rep(probs), rep(v), rep(state.mask)
         layer = self.layers[site.layer]
         probs = apply_edits(probs, {site.head: flat}, key_mask)
+        if site.layer == len(self.layers) - 1:
+            probs = probs[:, :, :1]  # the output reads only the [CLS] row of the last layer
         x = layer.finish(h, probs, v)
-        logits = self._top(x, key_mask, site.layer + 1, {})
+        logits, _ = self._top(x, key_mask, site.layer + 1, {})
         out = self.probabilities(logits)
         return out.reshape(B, *cand, out.shape[-1])
 

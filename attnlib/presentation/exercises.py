@@ -38,6 +38,8 @@ __all__ = [
     "check_first_flip_fraction",
     "check_null_dim",
     "check_effective_attention",
+    "check_head_permutation",
+    "check_head_importance",
 ]
 
 
@@ -499,3 +501,84 @@ def check_effective_attention(fn: Callable) -> CheckResult:
 
     return _report("effective attention", fn, _head_cases(22), lambda A, T: effective_attention(A[None], T[None])[0],
                    atol=1e-8, to_numpy=lambda x: np.asarray(x, dtype=float))
+
+
+def _tiny_transformer(seed: int):
+    """A tiny random transformer (2 layers x 2 heads) and a padded batch of token ids, seeded."""
+    from ..data import PAD
+    from ..models import TransformerConfig
+
+    g = torch.Generator().manual_seed(seed)
+    state = torch.random.get_rng_state()
+    try:
+        torch.manual_seed(seed)
+        model = TransformerConfig(layers=2, heads=2, head_dim=4, embed_dim=8, dropout=0.0).build(30)
+    finally:
+        torch.random.set_rng_state(state)
+    with torch.no_grad():  # weights large enough that the heads matter
+        for param in model.parameters():
+            param.mul_(3.0)
+    lengths = torch.tensor([7, 5, 9, 3])
+    tokens = torch.randint(4, 30, (4, 9), generator=g)
+    tokens[torch.arange(9)[None, :] >= lengths[:, None]] = PAD
+    tokens[:, 0] = 2  # <SOS>
+    tokens[torch.arange(4), lengths - 1] = 3  # <EOS>
+    return model.eval(), tokens
+
+
+def check_head_permutation(fn: Callable) -> CheckResult:
+    """Exercise: the output change when one head's rows are permuted by given sources (Chapter 12).
+
+    ``fn(model, tokens, site, sources)`` -> (B,) TVD between the model's output and its output
+    with head ``site``'s attention rows permuted: A'[b, q, t] = A[b, q, sources[b, q, t]].
+    """
+    from ..experiments.counterfactual import query_row_sources
+    from ..metrics import tvd
+    from ..models import Site
+    from ..models.interventions import permute_rows
+
+    cases = []
+    for seed in (0, 1):
+        model, tokens = _tiny_transformer(seed)
+        mask = tokens != 0
+        src = query_row_sources(mask, tokens.shape[1], 1, np.random.default_rng(seed))[:, 0]
+        for site in (Site(0, 1), Site(1, 0)):
+            cases.append((model, tokens, site, src))
+
+    def reference(model, tokens, site, sources):
+        with torch.no_grad():
+            edit = lambda rows, _mask: permute_rows(rows, sources.unsqueeze(1)).squeeze(1)  # noqa: E731
+            return tvd(model(tokens).probs, model(tokens, edits={site: edit}).probs, check=False)
+
+    return _report("per-head permutation", fn, cases, reference, atol=1e-5,
+                   to_numpy=lambda x: np.asarray(x, dtype=float))
+
+
+def check_head_importance(fn: Callable) -> CheckResult:
+    """Exercise: Michel et al.'s head importance from attention and its gradient (Chapter 12).
+
+    ``fn(attention, grad)``: both (B, L, h, T, T), a toy model's attention and dL/dA per
+    instance -> (L, h): I = mean over instances of |sum_{q,t} A * dL/dA|, each layer's row
+    divided by its l2 norm. Cases come from a tiny random transformer (gradients by autograd)
+    and random arrays.
+    """
+    cases = []
+    for seed in (2, 3):
+        model, tokens = _tiny_transformer(seed)
+        trace = model.trace(tokens)
+        A = trace.attentions.clone().requires_grad_(True)  # (B, L, h, T, T)
+        edits = {s: A[:, s.layer, s.head] for s in model.sites}
+        out = model(tokens, edits=edits)
+        labels = torch.arange(len(tokens)) % 2
+        loss = torch.nn.functional.binary_cross_entropy(out.probs[:, 1], labels.float(), reduction="sum")
+        (grad,) = torch.autograd.grad(loss, A)
+        cases.append((trace.attentions.numpy(), grad.numpy()))
+    rng = np.random.default_rng(4)
+    cases.append((rng.dirichlet(np.ones(5), size=(3, 3, 2, 5)), rng.normal(size=(3, 3, 2, 5, 5))))
+
+    def reference(attention, grad):
+        scores = np.abs((np.asarray(attention) * np.asarray(grad)).sum((-1, -2))).mean(0)  # (L, h)
+        norm = np.linalg.norm(scores, axis=1, keepdims=True)
+        return scores / np.where(norm > 0, norm, 1.0)
+
+    return _report("head importance", fn, cases, reference, atol=1e-6, to_numpy=lambda x: np.asarray(x, dtype=float))

@@ -38,6 +38,9 @@ __all__ = [
     "plot_group_mass",
     "plot_correlation_by_length",
     "plot_token_identity",
+    "plot_head_grid",
+    "plot_pruning_curve",
+    "plot_adversarial_keys",
 ]
 
 ATTENTION_CMAP = "Oranges"
@@ -788,5 +791,99 @@ def plot_token_identity(table, *, reference: dict | None = None, title: str | No
     ax.set_ylabel("tokens identified")
     ax.set_ylim(0, 1.02)
     ax.legend(fontsize=7, ncol=2)
+    ax.grid(alpha=0.3)
+    return _finish(fig, ax, title)
+
+
+def plot_head_grid(grids: dict, *, formats: dict | None = None, cmaps: dict | None = None, limits: dict | None = None,
+                   title: str | None = None):
+    """Layer x head tables as annotated heatmaps, side by side (e.g. accuracy and output TVD under permutation).
+
+    ``grids``: panel title -> DataFrame (rows "layer 0".., optionally "all layers"; columns
+    "head 0".., optionally "all heads"), as :meth:`attnlib.head_perturbation.HeadPermutationResult.grid`
+    gives. The "all heads" column and "all layers" row are set off by a white gap; NaN cells
+    are left blank. ``formats``/``cmaps``/``limits``: per panel, the number format (default
+    ".3f"), the colour map (default the attention map) and (vmin, vmax).
+    """
+    if not grids:
+        raise ValueError("grids must name at least one table")
+    formats, cmaps, limits = formats or {}, cmaps or {}, limits or {}
+    first = next(iter(grids.values()))
+    n_rows, n_cols = first.shape
+    fig, axes = plt.subplots(1, len(grids), figsize=(0.95 * n_cols * len(grids) + 1.6 * len(grids), 0.55 * n_rows + 1.4),
+                             squeeze=False)
+    for ax, (name, grid) in zip(axes[0], grids.items()):
+        values = grid.to_numpy(dtype=float)
+        vmin, vmax = limits.get(name, (np.nanmin(values), np.nanmax(values)))
+        im = ax.imshow(np.ma.masked_invalid(values), cmap=cmaps.get(name, ATTENTION_CMAP), vmin=vmin, vmax=vmax,
+                       aspect="auto")
+        fmt = formats.get(name, ".3f")
+        span = (vmax - vmin) or 1.0
+        for i in range(values.shape[0]):
+            for j in range(values.shape[1]):
+                if np.isfinite(values[i, j]):
+                    dark = (values[i, j] - vmin) / span > 0.6
+                    ax.text(j, i, format(values[i, j], fmt), ha="center", va="center", fontsize=7,
+                            color="white" if dark else "black")
+        columns, rows = [str(c) for c in grid.columns], [str(r) for r in grid.index]
+        ax.set_xticks(range(len(columns)), columns, rotation=30, ha="right", fontsize=8)
+        ax.set_yticks(range(len(rows)), rows, fontsize=8)
+        if "all heads" in columns:
+            ax.axvline(columns.index("all heads") - 0.5, color="white", lw=4)
+        if "all layers" in rows:
+            ax.axhline(rows.index("all layers") - 0.5, color="white", lw=4)
+        ax.set_title(name, fontsize=10)
+        fig.colorbar(im, ax=ax, fraction=0.046, pad=0.03).ax.tick_params(labelsize=7)
+    if title:
+        fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+def plot_pruning_curve(curves: dict, *, reference: dict | None = None, title: str | None = None, ax=None):
+    """Accuracy against the fraction of heads pruned, one line per entry of ``curves``.
+
+    ``curves``: label -> frame with columns ``fraction`` and ``accuracy`` (e.g.
+    :func:`attnlib.head_importance.prune_by_importance`). ``reference``: label -> a fraction
+    pruned "without noticeable loss" in a paper, drawn as a shaded span from 0.
+    """
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(6.4, 3.4))
+    else:
+        fig = ax.figure
+    for j, (label, frac) in enumerate((reference or {}).items()):
+        ax.axvspan(0, frac, color=["#dddddd", "#eeeeee"][j % 2], zorder=0, label=label)
+    for label, frame in curves.items():
+        ax.plot(frame["fraction"], frame["accuracy"], marker="o", ms=3, label=label)
+    ax.set_xlabel("fraction of heads pruned")
+    ax.set_ylabel("test accuracy")
+    ax.set_xlim(0, 1)
+    ax.legend(fontsize=7, loc="lower left")
+    ax.grid(alpha=0.3)
+    return _finish(fig, ax, title)
+
+
+def plot_adversarial_keys(frame, *, reference: dict | None = None, title: str | None = None, ax=None):
+    """Accuracy against the attention's JSD from the original, one line per layer across the alphas.
+
+    ``frame``: one row per (layer, alpha) with columns ``layer``, ``alpha``, ``jsd`` and
+    ``accuracy`` (e.g. :func:`attnlib.adversarial_keys.adversarial_keys_sweep`).
+    ``reference``: label -> accuracy, drawn as horizontal lines (a paper's numbers).
+    """
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    else:
+        fig = ax.figure
+    for layer, sub in frame.sort_values("alpha").groupby("layer"):
+        line, = ax.plot(sub["jsd"], sub["accuracy"], marker="o", label=f"keys of layer {layer}")
+        for _, row in sub.iterrows():
+            ax.annotate(f"{row['alpha']:g}", (row["jsd"], row["accuracy"]), textcoords="offset points",
+                        xytext=(3, 3), fontsize=6, color=line.get_color())
+    for j, (label, value) in enumerate((reference or {}).items()):
+        ax.axhline(value, color="#555555", ls=["--", ":", "-."][j % 3], lw=1, label=label)
+    ax.set_xlabel("JSD of the layer's attention from the original (mean over heads and queries)")
+    ax.set_ylabel("test accuracy")
+    ax.set_xlim(0, np.log(2) * 1.02)
+    ax.legend(fontsize=7, loc="lower left")
     ax.grid(alpha=0.3)
     return _finish(fig, ax, title)

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["measures_explorer", "temperature_explorer", "tempered", "sentence_explorer", "importance_explorer", "adversary_explorer", "permutation_explorer", "needle_figure", "needle_explorer", "lambda_figures", "lambda_explorer", "null_space_figure", "null_space_explorer"]
+__all__ = ["measures_explorer", "temperature_explorer", "tempered", "sentence_explorer", "importance_explorer", "adversary_explorer", "permutation_explorer", "needle_figure", "needle_explorer", "lambda_figures", "lambda_explorer", "null_space_figure", "null_space_explorer", "head_figure", "head_explorer"]
 
 
 def _normalise(w) -> np.ndarray:
@@ -384,3 +384,73 @@ def null_space_explorer(trace, tokens: Sequence[Sequence[str]], sentence: int = 
         w.observe(redraw, names="value")
     redraw()
     return W.VBox([pick, W.HBox([lay, hd, step]), out])
+
+
+HEAD_EDITS = ("permute", "ablate")
+
+
+def head_figure(model, split, index: int = 0, layer: int = 0, head: int = 0, edit: str = "permute", *, seed: int = 0):
+    """One head of a transformer on one sentence: its attention, the edited attention, and the output (Chapter 12).
+
+    ``edit``: "permute" (every query row permuted on its own among the real tokens, seeded)
+    or "ablate" (the head masked: its rows set to 0, gate xi = 0). The title gives P(positive)
+    before and after, and the gold label.
+    """
+    import torch
+
+    from ..experiments.counterfactual import query_row_sources
+    from ..models import Site
+    from ..models.interventions import permute_rows
+    from .viz import matrix_heatmaps
+
+    if edit not in HEAD_EDITS:
+        raise ValueError(f"edit must be one of {HEAD_EDITS}, got {edit!r}")
+    if not 0 <= index < len(split):
+        raise ValueError(f"index must be in 0..{len(split) - 1}, got {index}")
+    site = Site(layer, head)
+    if site not in getattr(model, "sites", ()):
+        raise ValueError(f"{site} is outside the model")
+    batch = split.batch([index])
+    trace = model.trace(batch)
+    n = int(trace.lengths[0])
+    A = trace.attentions[:, layer, head, :n, :n]  # (1, n, n)
+    if edit == "permute":
+        src = query_row_sources(trace.key_mask[:, :n], n, 1, np.random.default_rng(seed))[:, 0]  # (1, n, n)
+        edited = permute_rows(A, src.unsqueeze(1)).squeeze(1)
+    else:
+        edited = torch.zeros_like(A)
+    with torch.no_grad():
+        before = float(model(batch).probs[0, -1])
+        after = float(model(batch, edits={site: edited}).probs[0, -1])
+    tokens = ["[CLS]", *split.tokens[index], "[SEP]"]
+    label = int(split.labels[index])
+    title = (f"layer {layer}, head {head} ({edit}d): P(positive) {before:.3f} -> {after:.3f}; gold label {label}")
+    return matrix_heatmaps({"the head's attention": A[0].numpy(), f"{edit}d": edited[0].numpy()}, tokens, title=title)
+
+
+def head_explorer(model, split, indices: Sequence[int], *, index: int | None = None, seed: int = 0):
+    """Choose a sentence, a layer, a head and an edit (permute or ablate) and see the attention and output (:func:`head_figure`)."""
+    import ipywidgets as W
+
+    indices = list(indices)
+    if not indices:
+        raise ValueError("indices must name at least one sentence of the split")
+    layers = 1 + max(s.layer for s in model.sites)
+    heads = 1 + max(s.head for s in model.sites)
+    options = [(f"{i}: {' '.join(split.tokens[i][:7])} ...", i) for i in indices]
+    pick = W.Dropdown(options=options, value=indices[0] if index is None else index, description="sentence",
+                      layout=W.Layout(width="420px"))
+    lay = W.IntSlider(value=0, min=0, max=layers - 1, description="layer (0-based)", continuous_update=False,
+                      style={"description_width": "110px"})
+    hd = W.IntSlider(value=0, min=0, max=heads - 1, description="head (0-based)", continuous_update=False,
+                     style={"description_width": "110px"})
+    what = W.ToggleButtons(options=list(HEAD_EDITS), value="permute", description="edit")
+    out = W.Output()
+
+    def redraw(*_):
+        _figure_out(out, lambda: head_figure(model, split, pick.value, lay.value, hd.value, what.value, seed=seed))
+
+    for w in (pick, lay, hd, what):
+        w.observe(redraw, names="value")
+    redraw()
+    return W.VBox([pick, W.HBox([lay, hd]), what, out])

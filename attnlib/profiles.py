@@ -58,6 +58,29 @@ class Profile:
     #: rt-polarity training sentences for the pretrained model's classifier head and for the
     #: token-identity probes (scored on the analysed test sentences); None = all
     probe_train_sentences: int | None = None
+    #: Chapter 12: test sentences and permutations per sentence for the head permutations (None = all)
+    head_instances: int | None = None
+    head_permutations: int = 100
+    #: Chapter 12: J&W's adversary at one head per layer: sentences, candidates k, Adam steps and lr
+    head_adversary_instances: int | None = None
+    head_adversary_k: int = 5
+    head_adversary_steps: int = 500
+    head_adversary_lr: float = 0.01
+    #: Chapter 12: the poster's adversarial keys: the alphas, training sentences (None = all) and epochs
+    keys_alphas: tuple = (0.1, 0.5, 0.9)
+    keys_train_sentences: int | None = None
+    keys_test_sentences: int | None = None
+    keys_epochs: int = 2
+    keys_lr: float = 1e-2
+    #: Chapter 13: Pruthi et al.'s lambdas, the training sentences (None = all), the epochs of the
+    #: BiLSTM and of the transformer, the transformer's (layers, heads, head_dim), and the test
+    #: sentences the explanations are computed on (None = all)
+    deception_lambdas: tuple = (0.0, 0.1, 1.0)
+    deception_train: int | None = None
+    deception_lstm_epochs: int = 8
+    deception_transformer_epochs: int = 6
+    deception_transformer: tuple = (4, 4, 32)
+    deception_explained: int | None = None
     description: str = ""
 
     def dataset_kwargs(self, name: str) -> dict:
@@ -111,6 +134,19 @@ PROFILES: dict[str, Profile] = {
         identifiability_sentences=400,
         identifiability_imdb=64,
         probe_train_sentences=600,
+        head_instances=100,
+        head_permutations=10,
+        head_adversary_instances=24,
+        head_adversary_k=3,
+        head_adversary_steps=80,
+        head_adversary_lr=0.05,
+        keys_train_sentences=500,
+        keys_test_sentences=300,
+        keys_epochs=1,
+        deception_train=2000,
+        deception_lstm_epochs=3,
+        deception_transformer=(2, 4, 16),
+        deception_explained=200,
         description="small and fast: the whole book in about 15 min on 2 CPU cores, <= 2 GB",
     ),
     "paper": Profile(

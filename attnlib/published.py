@@ -12,7 +12,9 @@ from dataclasses import dataclass
 
 __all__ = ["Published", "MODEL_F1", "UNIFORM_F1", "DIAGNOSTIC_F1", "DIAGNOSTIC_ADVERSARY_LAMBDA", "JSD_VERY_DIFFERENT", "JSD_DIFFERENT_WP",
            "ADVERSARY_FRACTION", "ADVERSARY_FRACTION_EPS", "lookup",
-           "BRUNNER_CORRELATION", "BRUNNER_SEP_MASS", "BRUNNER_TOKEN_IDENTITY", "BRUNNER_HEAD_DIM"]
+           "BRUNNER_CORRELATION", "BRUNNER_SEP_MASS", "BRUNNER_TOKEN_IDENTITY", "BRUNNER_HEAD_DIM",
+           "POSTER_ACCURACY", "POSTER_SHUFFLE_DROP", "MICHEL_SIGNIFICANT_HEADS", "MICHEL_PRUNABLE", "PRUTHI_TABLE3",
+           "PRUTHI_TOKENS_REMOVED"]
 
 
 @dataclass(frozen=True)
@@ -211,3 +213,53 @@ BRUNNER_TOKEN_IDENTITY = {
     "naive/cosine": Published(0.21, _FIG2A + ", layer 11", approximate=True),
     "naive/l2": Published(0.14, _FIG2A + ", layer 11", approximate=True),
 }
+
+
+_POSTER = ("the poster 'Is Attention Explanation in Transformers?' and its report 'Is Sparse Attention a Better "
+           "Explanation?' (repository drozzy/csi5138-project), report Table 1: IMDB, a 4-layer transformer "
+           "classifier (d_model 128, 8 heads of dim 16) trained from scratch")
+
+#: The poster's report, Table 1 (softmax model), accuracy in %: original, one random permutation of
+#: every head along the key axis ("shuffling"), and an MLP's adversarial keys. No per-layer numbers.
+POSTER_ACCURACY = {
+    "original": Published(86.45, _POSTER),
+    "shuffled": Published(79.4, _POSTER),
+    "adversarial keys": Published(83.5, _POSTER),
+}
+
+#: The poster's words: permuting attention "drops the accuracy of the model by only 6 percent", and
+#: "shuffling the weights of layers other than the first layer does not change the accuracy".
+POSTER_SHUFFLE_DROP = Published(6.0, "the poster 'Is Attention Explanation in Transformers?' (its text)")
+
+_MICHEL = "Michel, Levy & Neubig 2019, 'Are Sixteen Heads Really Better than One?'"
+
+#: Masking one head at test time: heads of the WMT Transformer's encoder whose masking changes BLEU
+#: significantly (Table 1), of all of them (4 of the 8 upward).
+MICHEL_SIGNIFICANT_HEADS = {
+    "significant": Published(8, _MICHEL + ", Table 1 (WMT encoder self-attention)"),
+    "heads": Published(96, _MICHEL + ", Table 1 (WMT encoder self-attention)"),
+}
+
+#: Iterative pruning by increasing importance: the fraction of heads pruned "without any noticeable
+#: negative impact" (their Sec. 4.2 and Fig. 3; the curve's points are not printed).
+MICHEL_PRUNABLE = {
+    "WMT": Published(0.2, _MICHEL + ", Sec. 4.2 / Fig. 3"),
+    "BERT (MNLI)": Published(0.4, _MICHEL + ", Sec. 4.2 / Fig. 3"),
+}
+
+_PRUTHI = ("Pruthi et al. 2020, 'Learning to Deceive with Attention-Based Explanations', Table 3 (SST + Wiki), "
+           "as reprinted in a reproduction report (medium confidence)")
+
+#: Pruthi et al.'s Table 3 on SST + Wiki: (model, lambda) -> (accuracy %, attention mass on the
+#: impermissible tokens %). "<0.01" is entered as 0.01 (an upper bound).
+PRUTHI_TABLE3 = {
+    ("BiLSTM + attention", 0.0): (Published(76.9, _PRUTHI), Published(77.7, _PRUTHI)),
+    ("BiLSTM + attention", 0.1): (Published(60.6, _PRUTHI), Published(0.04, _PRUTHI)),
+    ("Emb + attention", 0.0): (Published(70.7, _PRUTHI), Published(48.4, _PRUTHI)),
+    ("Emb + attention", 1.0): (Published(48.4, _PRUTHI), Published(8.7, _PRUTHI)),
+    ("BERT (mean over heads)", 0.0): (Published(90.8, _PRUTHI), Published(59.0, _PRUTHI)),
+    ("BERT (mean over heads)", 0.1): (Published(90.9, _PRUTHI), Published(0.01, _PRUTHI)),
+}
+
+#: Accuracy (%) on SST + Wiki with the impermissible (SST) tokens deleted: about chance.
+PRUTHI_TOKENS_REMOVED = (Published(49.0, _PRUTHI), Published(50.0, _PRUTHI))

@@ -45,6 +45,7 @@ __all__ = [
     "TrainedModel",
     "train_model",
     "fit",
+    "label_loss",
     "evaluate",
     "predict_proba",
     "predict",
@@ -258,7 +259,16 @@ def evaluate(model: AttentionClassifier, split: Split, *, batch_size: int = 256)
     return classification_metrics(split.labels, predict_proba(model, split, batch_size=batch_size))
 
 
-def _loss_function(model: AttentionClassifier, labels: np.ndarray, device) -> nn.Module:
+def label_loss(
+    model: AttentionClassifier, labels: np.ndarray, device
+) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+    """J&W's label loss for ``model``, as a function ``loss(logits, y) -> scalar`` (the batch mean).
+
+    Two classes: binary cross-entropy on the one logit with ``pos_weight = N / N_pos - 1``
+    (``labels``: the training labels, N of them); more classes: plain cross-entropy. The
+    objective :func:`fit` minimises by default, and what a penalised objective adds its
+    penalty to (e.g. :func:`attnlib.deception.train_deceiver`).
+    """
     if model.config.n_classes == 2:
         n, n_pos = len(labels), int(np.sum(labels == 1))
         pos_weight = torch.tensor([n / max(n_pos, 1) - 1.0], device=device)
@@ -555,8 +565,8 @@ def fit(
     n_batches = -(-len(dataset.train) // train_config.batch_size)
     scheduler = lr_schedule(optimizer, train_config, train_config.epochs * n_batches)
     if objective is None:
-        label_loss = _loss_function(model, dataset.train.labels, device)
-        objective = lambda m, batch: label_loss(m(batch).logits, batch.labels)  # noqa: E731
+        loss_of = label_loss(model, dataset.train.labels, device)
+        objective = lambda m, batch: loss_of(m(batch).logits, batch.labels)  # noqa: E731
     if select is None:
         select = _select_by_dev_auc
     history: list[dict] = []

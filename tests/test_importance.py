@@ -4,6 +4,8 @@ Cross-checked against captum (LayerGradientXActivation, FeatureAblation), agains
 one-forward-per-deletion loops, and against scipy / sklearn for the statistics.
 """
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -21,7 +23,7 @@ from attnlib.importance import (
     leave_one_out,
     rationale_recovery,
 )
-from attnlib.models import AttentionClassifier, ModelConfig, real_token_mask
+from attnlib.models import AttentionClassifier, ModelConfig, TransformerClassifier, TransformerConfig, real_token_mask
 from attnlib.train import predict
 
 captum_attr = pytest.importorskip("captum.attr")
@@ -438,3 +440,158 @@ def test_validation_errors(synthetic, trained):
         rationale_recovery(res, split, k=0)
     with pytest.raises(ValueError, match="unknown measure"):
         res.padded("saliency")
+
+
+# ----------------------------------------------------------------------------- the book's transformer
+
+TINY_TRANSFORMER = TransformerConfig(layers=2, heads=2, head_dim=4, embed_dim=6, dropout=0.0)
+
+
+def tiny_transformer(vocab_size=30, n_classes=2, seed=0, dtype=torch.float32):
+    """An untrained tiny transformer whose output moves visibly when a token changes."""
+    torch.manual_seed(seed)
+    model = TransformerClassifier(vocab_size, dataclasses.replace(TINY_TRANSFORMER, n_classes=n_classes))
+    with torch.no_grad():
+        model.embedding.weight.normal_(0, 1).mul_(2.0)
+        model.embedding.weight[PAD].zero_()
+        model.decoder.weight.mul_(20.0)
+    return model.to(dtype).eval()
+
+
+def random_batch(lengths=(7, 3, 10, 5), vocab_size=30, seed=0):
+    """<SOS> w_1 .. w_n <EOS> with n = lengths (real tokens), padded: words may repeat."""
+    rng = np.random.default_rng(seed)
+    ids = [np.concatenate([[SOS], rng.integers(4, vocab_size, n), [EOS]]) for n in lengths]
+    return collate(ids, np.arange(len(lengths)) % 2)
+
+
+def finite_difference_gradient(model, batch, h=1e-6):
+    """Oracle (float64): d y-hat / d s at s = 0 with e_t -> (1 + s) e_t at ONE position, each sentence alone.
+
+    That directional derivative is <d y-hat / d e_t, e_t>; central differences, one forward pass per
+    (sentence, position, sign), the embedding scaled by a forward hook.
+    """
+    out = torch.zeros(batch.tokens.shape, dtype=torch.float64)
+    for b in range(len(batch)):
+        x = batch.tokens[b, : int(batch.lengths[b])][None]
+        with torch.no_grad():
+            probs = model(x).probs[0]
+        target = 1 if model.n_classes == 2 else int(probs.argmax())
+        for t in range(1, x.shape[1] - 1):
+            ys = []
+            for sign in (1.0, -1.0):
+                def scale(module, inputs, output, t=t, sign=sign):
+                    factor = torch.ones_like(output)
+                    factor[:, t] += sign * h
+                    return output * factor
+
+                handle = model.embedding.register_forward_hook(scale)
+                with torch.no_grad():
+                    ys.append(model(x).probs[0, target])
+                handle.remove()
+            out[b, t] = abs(float(ys[0] - ys[1])) / (2 * h)
+    return out / out.sum(-1, keepdim=True)
+
+
+def table_gradient(model, batch):
+    """Oracle by autograd on an embedding table: every real position gets its own row, a copy of E[x_t].
+
+    The gradient of y-hat with respect to that row is d y-hat / d e_t of that position alone (a
+    repeated word would otherwise sum its positions). One sentence at a time, through a copy of
+    the model with the widened table.
+    """
+    out = torch.zeros(batch.tokens.shape)
+    V = model.vocab_size
+    for b in range(len(batch)):
+        x = batch.tokens[b, : int(batch.lengths[b])]
+        n = len(x)
+        wide = TransformerClassifier(V + n, model.config).eval()
+        state = {k: v for k, v in model.state_dict().items() if k != "embedding.weight"}
+        wide.load_state_dict(state, strict=False)
+        table = torch.cat([model.embedding.weight.detach(), model.embedding.weight.detach()[x]])
+        with torch.no_grad():
+            wide.embedding.weight.copy_(table)
+        own = x.clone()
+        own[1:-1] = V + torch.arange(1, n - 1)
+        probs = wide(own[None]).probs[0]
+        y = probs[1] if model.n_classes == 2 else probs[probs.detach().argmax()]
+        (grad,) = torch.autograd.grad(y, wide.embedding.weight)
+        g = (grad[V + 1 : V + n - 1] * table[V + 1 : V + n - 1]).sum(-1).abs()
+        out[b, 1 : n - 1] = g / g.sum()
+    return out
+
+
+@pytest.mark.parametrize("n_classes", (2, 3))
+def test_transformer_gradient_matches_finite_differences_and_a_table_gradient(n_classes):
+    batch = random_batch()
+    model = tiny_transformer(n_classes=n_classes, dtype=torch.float64)
+    ours = gradient_importance(model, batch)  # padded batch; the oracles run each sentence alone
+    assert ours.dtype == torch.float64
+    mask = real_token_mask(batch.tokens)
+    assert torch.all(ours[~mask] == 0)
+    torch.testing.assert_close(ours.sum(-1), torch.ones(len(batch), dtype=torch.float64), atol=1e-9, rtol=0)
+    torch.testing.assert_close(ours, finite_difference_gradient(model, batch), atol=1e-6, rtol=0)
+
+    model32 = tiny_transformer(n_classes=n_classes)
+    ours32 = gradient_importance(model32, batch)
+    torch.testing.assert_close(ours32, table_gradient(model32, batch), atol=1e-5, rtol=0)
+    assert (ours32[mask] - 1 / mask.sum(-1, keepdim=True).expand_as(mask)[mask]).abs().max() > 1e-2  # not uniform
+
+
+def test_transformer_gradient_rejects_detaching_and_leaves_the_model_alone():
+    model, batch = tiny_transformer().train(), random_batch()
+    default = gradient_importance(model, batch)
+    torch.testing.assert_close(gradient_importance(model, batch, detach_attention=False), default, atol=0, rtol=0)
+    with pytest.raises(ValueError, match="no single one to detach"):
+        gradient_importance(model, batch, detach_attention=True)
+    with pytest.raises(ValueError, match="no single one to detach"):
+        importance(model, batch, detach_attention=True)
+    with pytest.raises(ValueError, match="detach_attention must be True or False"):
+        gradient_importance(model, batch, detach_attention="no")
+    leave_one_out(model, batch)
+    assert model.training and all(p.grad is None for p in model.parameters())
+    assert not model.embedding._forward_hooks  # the hook that makes e_t a leaf is gone
+
+
+@pytest.mark.parametrize("n_classes", (2, 3))
+def test_transformer_loo_equals_one_forward_per_deletion(n_classes):
+    model, batch = tiny_transformer(n_classes=n_classes), random_batch()
+    ref = loo_loop(model, batch)
+    assert ref.max() > 1e-2  # the outputs really move
+    torch.testing.assert_close(leave_one_out(model, batch), ref, atol=1e-5, rtol=0)
+    torch.testing.assert_close(leave_one_out(model, batch, max_tokens=20), ref, atol=1e-5, rtol=0)  # many chunks
+
+
+@pytest.mark.parametrize("replacement", (UNK, PAD, 17))
+def test_transformer_loo_replace_equals_replacing_by_hand(replacement):
+    model, batch = tiny_transformer(), random_batch()
+    torch.testing.assert_close(
+        leave_one_out(model, batch, mode="replace", replacement=replacement),
+        loo_loop(model, batch, replace_with=replacement),
+        atol=1e-5,
+        rtol=0,
+    )
+
+
+def test_importance_runs_on_the_transformer(synthetic):
+    split = synthetic.test.subset(range(12))
+    model = tiny_transformer(len(synthetic.vocab))
+    res = importance(model, split, chunk_size=5)
+    assert len(res) == 12 and res.settings["detach_attention"] is False
+    assert res.settings["model"] == model.config.name
+    batch = split.batch(np.arange(12))
+    with torch.no_grad():
+        out = model(batch)
+    np.testing.assert_allclose(res.probs, out.probs.double().numpy(), atol=1e-6)
+    grad, loo = gradient_importance(model, batch), leave_one_out(model, batch)
+    for i in range(12):
+        real = batch.mask[i]
+        cls_row = out.attention[i][real].double().numpy()  # the last layer's [CLS] row, heads averaged
+        np.testing.assert_allclose(res.attention[i], cls_row / cls_row.sum(), atol=1e-6)
+        assert res.attention[i].sum() == pytest.approx(1.0, abs=1e-6)
+        np.testing.assert_allclose(res.gradient[i], grad[i][real].numpy(), atol=1e-6)
+        np.testing.assert_allclose(res.loo[i], loo[i][real].numpy(), atol=1e-6)
+    table = agreement(res)
+    assert list(table.index) == [0, 1] and table["n"].sum() == 12
+    replaced = importance(model, split, max_instances=6, loo_mode="replace", detach_attention=False)
+    assert len(replaced) == 6 and replaced.settings["loo_mode"] == "replace"

@@ -9,7 +9,9 @@ length filters, and length-bucketed batches.
 Data sets (`available_datasets`): offline ``rt-polarity`` (Rotten Tomatoes
 sentences -- an SST stand-in, not SST), ``imdb`` and ``synthetic`` (a marker-word
 task with known rationales); online ``sst2``, ``agnews`` and ``20news`` (Hugging
-Face ``datasets``; need a network or local ``data_files``).
+Face ``datasets``; need a network or local ``data_files``). `load_deception` builds
+Pruthi et al.'s two-sentence task (an rt-polarity sentence, a separator, an IMDB
+sentence; the rt tokens marked as rationales) on the same pipeline.
 
 >>> from attnlib.data import load_dataset, glove_embeddings
 >>> ds = load_dataset("rt-polarity")                      # doctest: +SKIP
@@ -19,7 +21,14 @@ Face ``datasets``; need a network or local ``data_files``).
 from .batching import Batch, collate
 from .embeddings import GLOVE_DIM, glove_embeddings
 from .online import OFFLINE_ALTERNATIVES, DatasetUnavailableError
-from .sources import available_datasets, load_dataset, sample_texts
+from .sources import (
+    DECEPTION_SEPARATOR,
+    append_sentence,
+    available_datasets,
+    load_dataset,
+    load_deception,
+    sample_texts,
+)
 from .splits import Dataset, Split, stratified_positions
 from .synthetic import (
     DISTRACTORS,
@@ -47,6 +56,9 @@ __all__ = [
     "stratified_positions",
     "load_dataset",
     "sample_texts",
+    "load_deception",
+    "append_sentence",
+    "DECEPTION_SEPARATOR",
     "available_datasets",
     "glove_embeddings",
     "GLOVE_DIM",

@@ -18,13 +18,20 @@ Every data set goes through the same pipeline (`_assemble`):
 
 Everything is deterministic given the arguments (NumPy generators seeded from
 ``seed``), and vectorised: the full IMDB set loads in a couple of seconds.
+
+`load_deception` builds Pruthi et al.'s (2020) two-sentence task on the same
+pipeline: each rt-polarity sentence with an unrelated IMDB sentence appended
+(`append_sentence`); duplicates and the length filter are judged on the rt
+sentence alone.
 """
 from __future__ import annotations
 
 import difflib
 import functools
 import importlib.resources
-from dataclasses import dataclass
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Callable, NamedTuple
 
 import numpy as np
@@ -37,7 +44,15 @@ from .text import Vocabulary, Corpus, gc_paused
 
 from .._checks import check_positive_int
 
-__all__ = ["load_dataset", "available_datasets", "DatasetUnavailableError"]
+__all__ = [
+    "load_dataset",
+    "available_datasets",
+    "DatasetUnavailableError",
+    "sample_texts",
+    "load_deception",
+    "append_sentence",
+    "DECEPTION_SEPARATOR",
+]
 
 SENTIMENT = ("negative", "positive")
 
@@ -63,6 +78,8 @@ class _Raw(NamedTuple):
     piece: np.ndarray  # per document: "all" (source ships one split) or "train"/"dev"/"test"
     rationales: list[np.ndarray] | None
     stats: dict
+    # the documents that duplicates and length filters are judged on (default: corpus); load_deception: the rt part
+    basis: Corpus | None = None
 
 
 # -- online "prepare" functions: a source frame -> (texts, labels in {0, 1}, n rows of other classes) ------
@@ -396,11 +413,12 @@ def _duplicates(corpus: Corpus, labels: np.ndarray, piece: np.ndarray, alive: np
 
 def _assemble(spec: _Source, raw: _Raw, *, seed: int, max_train, max_eval, min_df: int, config: dict) -> Dataset:
     corpus, labels = raw.corpus, raw.labels
-    lengths = corpus.lengths
+    basis = corpus if raw.basis is None else raw.basis
+    lengths = basis.lengths
     stats = dict(raw.stats)
     alive = lengths > 0
     stats["n_empty"] = stats.get("n_empty", 0) + int((~alive).sum())
-    dup, conflict = _duplicates(corpus, labels, raw.piece, alive)
+    dup, conflict = _duplicates(basis, labels, raw.piece, alive)
     alive &= ~dup & ~conflict
     too_short = alive & (lengths < spec.min_len)
     too_long = alive & (lengths > spec.max_len) if spec.max_len is not None else np.zeros_like(alive)
@@ -543,3 +561,193 @@ def sample_texts(name: str, n: int | None = None, *, seed: int = 0) -> tuple[lis
     check_positive_int(n, "n", minimum=1)
     rows = np.sort(np.random.default_rng(seed).choice(len(texts), size=min(n, len(texts)), replace=False))
     return [texts[i] for i in rows.tolist()], labels[rows]
+
+
+# -- Pruthi et al.'s two-sentence task --------------------------------------------------------------------
+
+#: The token between the two sentences of a :func:`load_deception` instance. `tokenize` makes
+#: every punctuation character but ``. - ! ?`` a token of its own, so it never produces ``|||``
+#: from any text (``"a ||| b"`` gives ``a | | | b``); and it is no special: an ordinary word of
+#: the vocabulary, present once in every instance.
+DECEPTION_SEPARATOR = "|||"
+
+_HTML_BREAK = re.compile(r"<\s*br\s*/?\s*>", re.IGNORECASE)
+_HTML_TAG = re.compile(r"<[^<>]{0,40}>")
+# a sentence ends at . ! or ? (optionally closed by a quote or bracket) before a space, and at a line break
+_SENTENCE_END = re.compile(r"([.!?][\"')\]]?)\s+")
+
+
+def _check_tokens(tokens, name: str) -> list[str]:
+    if isinstance(tokens, str) or not isinstance(tokens, Sequence):
+        raise ValueError(
+            f"{name} must be a list of token strings (see attnlib.data.tokenize), got {type(tokens).__name__}"
+        )
+    tokens = list(tokens)
+    if not tokens:
+        raise ValueError(f"{name} is empty: each of the two sentences needs at least one token")
+    if not all(isinstance(t, str) for t in tokens):
+        raise ValueError(f"{name} must hold str tokens only")
+    return tokens
+
+
+def append_sentence(tokens, appended, separator: str = DECEPTION_SEPARATOR) -> tuple[list[str], np.ndarray]:
+    """``tokens + [separator] + appended``, and its impermissible-token mask.
+
+    Pruthi et al. (2020)'s instances: a labelled sentence (``tokens``) with an unrelated
+    sentence (``appended``) after a separator. The mask, a bool array over the combined
+    tokens, is True exactly on ``tokens`` -- the tokens Pruthi et al. call impermissible,
+    whose attention a deceiving model learns to hide -- and False on the separator and the
+    appended sentence.
+
+    Raises ValueError when either sentence is empty or not a list of str, or when the
+    separator (a non-empty str) occurs inside either sentence: it must mark the one boundary.
+    """
+    first = _check_tokens(tokens, "tokens (the first sentence)")
+    second = _check_tokens(appended, "appended (the appended sentence)")
+    if not isinstance(separator, str) or not separator:
+        raise ValueError(f"separator must be a non-empty str, got {separator!r}")
+    if separator in first or separator in second:
+        raise ValueError(f"the separator {separator!r} occurs inside a sentence: it must mark the boundary only")
+    mask = np.zeros(len(first) + 1 + len(second), dtype=bool)
+    mask[: len(first)] = True
+    return first + [separator] + second, mask
+
+
+@functools.lru_cache(maxsize=1)
+def _imdb_sentences() -> tuple[list[str], Corpus, int]:
+    """Every sentence of the 25,000 IMDB reviews (HTML removed), tokenised; cached per process."""
+    reviews, _ = sample_texts("imdb")
+    sentences: list[str] = []
+    for review in reviews:  # data preparation, once per process (about 0.5 s)
+        text = _SENTENCE_END.sub("\\1\n", _HTML_TAG.sub(" ", _HTML_BREAK.sub("\n", review)))
+        sentences.extend(s for s in map(str.strip, text.split("\n")) if s)
+    corpus = Corpus.from_texts(sentences)
+    for a in (corpus.types, corpus.codes, corpus.offsets):
+        _freeze(a)
+    return sentences, corpus, len(reviews)
+
+
+@functools.lru_cache(maxsize=4)
+def _distractor_pool(min_tokens: int, max_tokens: int) -> np.ndarray:
+    """Indices (into `_imdb_sentences`) of the distinct IMDB sentences with min..max tokens, in source order."""
+    _, corpus, _ = _imdb_sentences()
+    lengths = corpus.lengths
+    idx = np.flatnonzero((lengths >= min_tokens) & (lengths <= max_tokens))
+    first = ~pd.Series(corpus.keys(idx), dtype=object).duplicated(keep="first").to_numpy()
+    return _freeze(idx[first])
+
+
+def _check_distractor_tokens(distractor_tokens) -> tuple[int, int]:
+    if isinstance(distractor_tokens, (str, bytes)) or not isinstance(distractor_tokens, Sequence) \
+            or len(distractor_tokens) != 2:
+        raise ValueError(f"distractor_tokens must be a pair (min, max) of token counts, got {distractor_tokens!r}")
+    lo = check_positive_int(distractor_tokens[0], "distractor_tokens[0] (the fewest tokens)", minimum=1)
+    hi = check_positive_int(distractor_tokens[1], "distractor_tokens[1] (the most tokens)", minimum=1)
+    if hi < lo:
+        raise ValueError(f"distractor_tokens must be (min, max) with min <= max, got {distractor_tokens!r}")
+    return lo, hi
+
+
+def _deception_raw(seed: int, min_tokens: int, max_tokens: int, separator: str) -> _Raw:
+    rt = _movie_raw("rotten_tomatoes")
+    sentences, pool_corpus, n_reviews = _imdb_sentences()
+    pool = _distractor_pool(min_tokens, max_tokens)
+    if len(pool) == 0:
+        raise ValueError(f"no IMDB sentence has {min_tokens} to {max_tokens} tokens: widen distractor_tokens")
+    n = len(rt.texts)
+    # One distractor per rt sentence, drawn without the labels: distinct ones while the pool lasts,
+    # then (a pool smaller than the data) whole shuffled passes over the pool again.
+    rng = np.random.default_rng([seed, 3])
+    if len(pool) >= n:
+        pick = pool[rng.choice(len(pool), size=n, replace=False)]
+    else:
+        passes = -(-n // len(pool))
+        pick = pool[np.concatenate([rng.permutation(len(pool)) for _ in range(passes)])[:n]]
+    firsts = rt.corpus.token_lists(np.arange(n))
+    seconds = pool_corpus.token_lists(pick)
+    empty = np.zeros(0, dtype=bool)
+    pairs = [append_sentence(a, b, separator) if a else ([], empty) for a, b in zip(firsts, seconds)]
+    texts = [f"{a} {separator} {sentences[j]}" for a, j in zip(rt.texts, pick.tolist())]
+    stats = {
+        **rt.stats,
+        "n_imdb_reviews": n_reviews,
+        "n_imdb_sentences": len(sentences),
+        "n_distractor_pool": int(len(pool)),
+        "distractor_tokens": (min_tokens, max_tokens),
+        "n_distractor_reuses": int(n - len(np.unique(pick))),
+    }
+    corpus = Corpus.from_token_lists([p[0] for p in pairs])
+    return _Raw(corpus, texts, rt.labels, rt.piece, [p[1] for p in pairs], stats, basis=rt.corpus)
+
+
+def load_deception(
+    base: str = "rt-polarity",
+    *,
+    seed: int = 0,
+    max_train: int | None = None,
+    max_eval: int | None = None,
+    distractor_tokens: tuple[int, int] = (5, 30),
+) -> Dataset:
+    """Pruthi et al.'s (2020) "SST + Wiki" task offline: rt-polarity sentences with an IMDB sentence appended.
+
+    Each instance is one rt-polarity sentence's tokens, :data:`DECEPTION_SEPARATOR`, and one
+    IMDB review sentence (HTML removed, reviews cut into sentences at ``. ! ?`` and line
+    breaks, tokenised like everything else) of ``distractor_tokens = (min, max)`` tokens,
+    duplicates of a sentence counted once. Each rt sentence gets its own distractor, drawn
+    with ``numpy.random.default_rng([seed, 3])`` without looking at the labels, so the
+    appended sentence carries no information about the label; no two instances share one
+    unless the pool is smaller than the data (``stats["n_distractor_reuses"]`` counts the
+    instances whose distractor another already has; 0 with the defaults: the pool holds
+    about 240,000 sentences against 8,530). ``rationales[i]`` (``Batch.rationale``) is True
+    exactly on the rt sentence's tokens, Pruthi's "impermissible" tokens.
+
+    The pipeline is :func:`load_dataset`'s, judged on the rt sentence: duplicates and
+    conflicting labels among the rt sentences, rt-polarity's length filter (>= 5 tokens,
+    separator and distractor not counted), the seeded stratified 80/10/10 split and the
+    subsampling -- so a seed keeps the same rt sentences in each split as
+    ``load_dataset("rt-polarity", seed=seed, ...)`` -- and a vocabulary (``min_df`` 1) from
+    the training split's combined tokens. ``texts`` are the combined raw texts
+    ``"<rt text> ||| <IMDB sentence>"`` (tokenising one again splits the separator into
+    ``|`` tokens). ``base``: ``"rt-polarity"``, the only one offline (or an alias of it).
+    The first call in a process also splits and tokenises the IMDB reviews (a couple of
+    seconds; the sentences stay cached for the process, about 100 MB).
+    """
+    spec = _resolve(base)
+    if spec.name != "rt-polarity":
+        raise ValueError(f"load_deception builds on 'rt-polarity' (the offline SST stand-in) only, not {base!r}")
+    check_positive_int(seed, "seed", minimum=0)
+    if max_train is not None:
+        check_positive_int(max_train, "max_train", minimum=1)
+    if max_eval is not None:
+        check_positive_int(max_eval, "max_eval", minimum=1)
+    lo, hi = _check_distractor_tokens(distractor_tokens)
+    spec = replace(
+        spec,
+        name="rt-polarity + IMDB sentence",
+        description=(
+            "Pruthi et al.'s two-sentence task: an rt-polarity sentence, the separator '|||' and an unrelated "
+            f"IMDB review sentence of {lo}-{hi} tokens; the rt tokens are the impermissible ones [offline]"
+        ),
+        substitute_note=(
+            "Stands in for Pruthi et al.'s (2020) SST + Wiki, an SST sentence with a Wikipedia sentence "
+            "appended: rt-polarity sentences stand in for SST (see load_dataset('rt-polarity')), and "
+            "sentences of IMDB reviews for Wikipedia's, drawn at random whatever the label -- unlike "
+            "Wikipedia's, they speak of films and may carry their review's sentiment, but nothing about "
+            "this instance's label. The separator token '|||' is ours."
+        ),
+    )
+    config = dict(
+        name=spec.name,
+        base="rt-polarity",
+        seed=seed,
+        max_train=max_train,
+        max_eval=max_eval,
+        min_df=spec.min_df,
+        length_filter=(spec.min_len, spec.max_len),
+        distractor_tokens=(lo, hi),
+        separator=DECEPTION_SEPARATOR,
+    )
+    with gc_paused():
+        raw = _deception_raw(seed, lo, hi, DECEPTION_SEPARATOR)
+        return _assemble(spec, raw, seed=seed, max_train=max_train, max_eval=max_eval, min_df=spec.min_df,
+                         config=config)

@@ -1,6 +1,7 @@
 """`Split` (one of train/dev/test) and `Dataset` (three splits + vocabulary)."""
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -46,8 +47,9 @@ class Split:
     tokens:     token lists, *without* SOS/EOS.
     ids:        int64 arrays, *with* SOS/EOS (``len(ids[i]) == len(tokens[i]) + 2``).
     labels:     int64 array.
-    rationales: bool arrays aligned to ``tokens`` (ground-truth important tokens), or
-                None when the data set has none (only ``synthetic`` has them).
+    rationales: bool arrays aligned to ``tokens`` (ground-truth important tokens; in
+                `load_deception`'s task the impermissible ones), or None when the data
+                set has none (only ``synthetic`` and `load_deception` have them).
     attention:  float arrays aligned to ``tokens``: a *given* attention distribution
                 per instance (see `with_attention`), or None.
     """
@@ -141,6 +143,90 @@ class Split:
             if off.size:
                 raise ValueError(f"attention for instance {int(off[0])} sums to {sums[off[0]]:.6f}, not 1")
         return Split(self.name, self.texts, self.tokens, self.ids, self.labels, self.rationales, arrays)
+
+    def remove_tokens(self, masks) -> "Split":
+        """A new Split with the masked tokens of every instance deleted.
+
+        ``masks[i]``: a bool (or 0/1) array with one entry per token of instance ``i``
+        (without SOS/EOS), True on the tokens to delete -- e.g. ``split.rationales``, to ask
+        what a model predicts without the tokens Pruthi et al. call impermissible. Tokens,
+        ids (wrapped ``<SOS> ... <EOS>`` again), rationales and given attention are
+        re-aligned to the kept tokens; a given attention is renormalised over them. ``texts``
+        are kept as they are, so they no longer match the tokens.
+
+        Raises ValueError when ``masks`` does not have one array per instance and one entry
+        per token, or when the deletion would leave an instance with no tokens (or a given
+        attention with no mass): the message says how many.
+        """
+        n = len(self)
+        if isinstance(masks, (str, bytes)) or not hasattr(masks, "__len__"):
+            raise ValueError(f"masks must be a sequence of bool arrays, one per instance, got {type(masks).__name__}")
+        if len(masks) != n:
+            raise ValueError(
+                f"remove_tokens needs one mask per instance of split {self.name!r} ({n}), got {len(masks)}"
+            )
+        arrays = [np.asarray(m) for m in masks]
+        if any(a.ndim != 1 for a in arrays):
+            raise ValueError("each mask must be a 1-d array with one entry per token")
+        lengths = self.lengths()
+        given = np.fromiter(map(len, arrays), dtype=np.int64, count=n)
+        bad = np.flatnonzero(given != lengths)
+        if bad.size:
+            i = int(bad[0])
+            raise ValueError(
+                f"the mask of instance {i} has {given[i]} entries but the instance has {lengths[i]} tokens "
+                f"({bad.size} mask(s) do not fit)"
+            )
+        flat = np.concatenate(arrays) if n else np.zeros(0, dtype=bool)
+        if flat.dtype != bool:
+            if flat.size and not np.isin(flat, (0, 1)).all():
+                raise ValueError("masks must be boolean (or 0/1): True on the tokens to delete")
+            flat = flat.astype(bool)
+        owner = np.repeat(np.arange(n), lengths)
+        new_lengths = lengths - np.bincount(owner[flat], minlength=n)
+        emptied = int(((new_lengths == 0) & (lengths > 0)).sum())
+        if emptied:
+            raise ValueError(
+                f"removing the masked tokens would leave {emptied} of the {n} instances of split {self.name!r} "
+                "with no tokens; keep at least one token of each instance"
+            )
+        keep = ~flat
+        bounds = np.concatenate([[0], np.cumsum(new_lengths)])
+        cuts = bounds[1:-1]
+
+        flat_tokens = np.empty(len(flat), dtype=object)
+        flat_tokens[:] = list(itertools.chain.from_iterable(self.tokens))
+        kept_tokens, b = flat_tokens[keep].tolist(), bounds.tolist()
+        tokens = [kept_tokens[b[i] : b[i + 1]] for i in range(n)]
+
+        id_lengths = np.fromiter(map(len, self.ids), dtype=np.int64, count=n)
+        if (id_lengths != lengths + 2).any():
+            raise ValueError(f"split {self.name!r}: ids must be the tokens wrapped <SOS> ... <EOS> (2 longer)")
+        keep_ids = np.ones(int(id_lengths.sum()), dtype=bool)  # SOS and EOS stay
+        keep_ids[np.arange(len(flat)) + 2 * owner + 1] = keep
+        ids = np.split(np.concatenate(self.ids)[keep_ids], np.cumsum(new_lengths + 2)[:-1]) if n else []
+
+        rationales = None
+        if self.rationales is not None:
+            rationales = np.split(np.concatenate(self.rationales).astype(bool)[keep], cuts) if n else []
+        attention = None
+        if self.attention is not None:
+            weights = np.concatenate(self.attention).astype(np.float32)[keep] if n else np.zeros(0, np.float32)
+            mass = np.bincount(owner[keep], weights=weights, minlength=n)
+            lost = int(((mass <= 0) & (new_lengths > 0)).sum())
+            if lost:
+                raise ValueError(f"{lost} instance(s) would keep no given attention mass: nothing to renormalise")
+            weights = (weights / mass[owner[keep]]).astype(np.float32)
+            attention = np.split(weights, cuts) if n else []
+        return Split(
+            name=self.name,
+            texts=list(self.texts),
+            tokens=tokens,
+            ids=ids,
+            labels=self.labels.copy(),
+            rationales=rationales,
+            attention=attention,
+        )
 
     def batch(self, indices) -> Batch:
         """One padded `Batch` of the given rows; ``batch.index`` holds the row numbers."""

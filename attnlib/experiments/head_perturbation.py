@@ -74,7 +74,9 @@ class HeadPermutationResult:
 
     table:          one row per permuted scope: scope ("head", "layer", "all"), layer and
                     head (-1 where the scope spans them), accuracy (over every instance x
-                    permutation), accuracy_change (minus the model's own), median_tvd (the
+                    permutation), accuracy_change (minus the model's own), change_se (the
+                    standard error of that change, from the per-sentence paired
+                    differences), median_tvd (the
                     median over instances of each instance's median TVD over permutations),
                     flipped (the fraction of instance x permutation pairs whose predicted
                     class differs from the model's own).
@@ -210,10 +212,13 @@ def permute_heads(
             base = float((own == labels).mean())
         median = np.median(tvd, axis=1)
         medians[(scope, layer, head)] = median
+        # per sentence: accuracy over its permutations minus its own correctness (a paired difference)
+        paired = (predicted == labels[:, None]).mean(1) - (own == labels)
         rows.append({
             "scope": scope, "layer": layer, "head": head,
             "accuracy": float((predicted == labels[:, None]).mean()),
-            "accuracy_change": float((predicted == labels[:, None]).mean()) - base,
+            "accuracy_change": float(paired.mean()),
+            "change_se": float(paired.std(ddof=1) / np.sqrt(len(paired))) if len(paired) > 1 else float("nan"),
             "median_tvd": float(np.median(median)),
             "flipped": float((predicted != own[:, None]).mean()),
         })

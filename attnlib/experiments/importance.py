@@ -23,6 +23,15 @@ embeddings e_t, hidden states h_t and output y-hat:
   the known rationale tokens first (precision@k, average precision, ROC-AUC) against
   the expected scores of a random ranking.
 
+Two model families: J&W's :class:`~attnlib.models.AttentionClassifier` and the book's
+:class:`~attnlib.models.TransformerClassifier`. Both measures run the same code on both:
+e_t is the word embedding ``model.embedding(tokens)`` (GloVe 50d, for the transformer
+before its projection and position embeddings) and x_{-t} goes through ``model(tokens)``.
+What differs: the transformer has no single attention to detach (one per layer and head),
+so its gradient always flows through all of them (``detach_attention`` False); and the
+attention :func:`importance` reports for it is the last layer's [CLS] row averaged over
+heads, renormalised over the real words.
+
 Conventions: y-hat is P(class 1) for binary models (the sigmoid output, as J&W); for
 more classes it is the probability of the predicted class. Token positions follow
 :class:`attnlib.data.Batch`: <SOS> at 0, real tokens, <EOS>, padding; importance is 0
@@ -43,7 +52,7 @@ from .._runs import InstanceResult
 from .._checks import check_bool, check_positive_int
 from ..data import EOS, PAD, SOS, UNK, Batch, Split
 from ..metrics import kendall_tau, tvd
-from ..models import AttentionClassifier, Encoded, eval_mode, real_token_mask
+from ..models import AttentionClassifier, Encoded, TransformerClassifier, eval_mode, real_token_mask
 
 __all__ = [
     "LOO_MODES",
@@ -74,16 +83,35 @@ _IMPORTANCE_BUDGET = 2**24
 # ----------------------------------------------------------------------------- helpers
 
 
-def _check_model(model) -> AttentionClassifier:
-    if not isinstance(model, AttentionClassifier):
+def _check_model(model) -> AttentionClassifier | TransformerClassifier:
+    if not isinstance(model, (AttentionClassifier, TransformerClassifier)):
         raise ValueError(
-            f"model must be an attnlib.models.AttentionClassifier (e.g. train_model(...).model), "
-            f"got {type(model).__name__}"
+            f"model must be an attnlib.models.AttentionClassifier (e.g. train_model(...).model) or a "
+            f"TransformerClassifier, got {type(model).__name__}"
         )
     return model
 
 
-def _batch_tokens(model: AttentionClassifier, batch) -> torch.Tensor:
+def _is_bilstm(model) -> bool:
+    """J&W's BiLSTM (which gets its own unpacked and incremental leave-one-out paths)."""
+    return isinstance(model, AttentionClassifier) and model.config.encoder == "lstm"
+
+
+def _check_detach(model, detach_attention) -> bool:
+    """``detach_attention`` resolved: None is True (J&W) for their classifier, False for the transformer."""
+    transformer = isinstance(model, TransformerClassifier)
+    if detach_attention is None:
+        return not transformer
+    detach_attention = check_bool(detach_attention, "detach_attention")
+    if detach_attention and transformer:
+        raise ValueError(
+            "detach_attention=True detaches J&W's single attention alpha; a TransformerClassifier has an "
+            "attention per layer and head and no single one to detach: pass detach_attention=False (or None)"
+        )
+    return detach_attention
+
+
+def _batch_tokens(model, batch) -> torch.Tensor:
     """The (B, T) token ids of a Batch or LongTensor, on the model's device, validated."""
     if isinstance(batch, Batch):
         tokens = batch.tokens
@@ -133,8 +161,14 @@ def _normalise_rows(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 # ----------------------------------------------------------------------------- gradient
 
 
-def _gradient(model: AttentionClassifier, tokens: torch.Tensor, detach_attention: bool):
-    """(g normalised (B, T), probs (B, C), alpha (B, T)) from ONE forward and ONE backward pass."""
+def _gradient(model, tokens: torch.Tensor, detach_attention: bool):
+    """(g normalised (B, T), probs (B, C), alpha (B, T)) from ONE forward and ONE backward pass.
+
+    alpha is the model's attention over the real tokens (for the transformer, its [CLS] row
+    renormalised there, see :func:`_transformer_gradient`).
+    """
+    if isinstance(model, TransformerClassifier):
+        return _transformer_gradient(model, tokens)
     with torch.enable_grad():
         embedded = model.embedding(tokens).detach().requires_grad_(True)  # e_t, (B, T, E)
         encoded = model.encode(tokens, embedded=embedded)
@@ -147,7 +181,37 @@ def _gradient(model: AttentionClassifier, tokens: torch.Tensor, detach_attention
     return _normalise_rows(raw, encoded.mask), probs.detach(), alpha.detach()
 
 
-def gradient_importance(model, batch, *, detach_attention: bool = True) -> torch.Tensor:
+def _transformer_gradient(model: TransformerClassifier, tokens: torch.Tensor):
+    """:func:`_gradient` for the transformer: its public forward, with the word embeddings made a leaf.
+
+    A forward hook on ``model.embedding`` hands the rest of the forward pass a detached copy
+    of e_t = E[x_t] (B, T, embed_dim) that requires grad, so autograd stops there (no gradient
+    reaches the parameters) and d y-hat / d e_t is the gradient at that leaf. The attention
+    returned is ``model(tokens).attention``, the last layer's [CLS] row averaged over the
+    heads, cut to the real words and renormalised to sum 1 over them.
+    """
+    leaves = []
+
+    def make_leaf(module, inputs, output):
+        leaves.append(output.detach().requires_grad_(True))
+        return leaves[-1]
+
+    with torch.enable_grad():
+        handle = model.embedding.register_forward_hook(make_leaf)
+        try:
+            out = model(tokens)
+        finally:
+            handle.remove()
+        (embedded,) = leaves
+        # eval mode: rows never mix (keys are masked per sentence, LayerNorm is per token), so one
+        # backward of sum_b y-hat_b gives every instance's own gradient, as for J&W's classifier
+        (grad,) = torch.autograd.grad(_target_probability(model, out.probs).sum(), embedded)
+    mask = real_token_mask(tokens)
+    raw = (grad * embedded.detach()).sum(-1).abs()
+    return _normalise_rows(raw, mask), out.probs.detach(), _normalise_rows(out.attention.detach(), mask)
+
+
+def gradient_importance(model, batch, *, detach_attention: bool | None = None) -> torch.Tensor:
     """Gradient importance g_t of every token, normalised over the real tokens (J&W 2019, Alg. 1).
 
     g_t = |<d y-hat / d e_t, e_t>| / sum_s |<d y-hat / d e_s, e_s>|, summed over the real
@@ -156,20 +220,28 @@ def gradient_importance(model, batch, *, detach_attention: bool = True) -> torch
     (y-hat depends on x_t through e_t = E^T x_t). y-hat is P(class 1) for binary models,
     as in Jain & Wallace 2019; for more classes the probability of the predicted class.
 
+    For the :class:`~attnlib.models.TransformerClassifier`, e_t is likewise the word
+    embedding ``model.embedding(tokens)`` (before the projection to d_model and the
+    position embeddings), and y-hat its public forward ``model(tokens).probs``.
+
     Args:
-        model: an :class:`~attnlib.models.AttentionClassifier`.
+        model: an :class:`~attnlib.models.AttentionClassifier` or a
+            :class:`~attnlib.models.TransformerClassifier`.
         batch: a :class:`~attnlib.data.Batch` or (B, T) LongTensor of token ids.
         detach_attention: True (J&W): alpha is treated as a constant, so the gradient
             flows only through the hidden states h_t in c = sum_t alpha_t h_t. False: the
             variant in which gradients also flow through alpha (identical for uniform
-            attention, which does not depend on the input).
+            attention, which does not depend on the input). None (default): True for
+            J&W's classifier, False for the transformer. The transformer has an attention
+            per layer and head, none of them alpha, so its gradient always flows through
+            all of them: True is rejected with a ValueError for it.
 
     Returns:
         (B, T) float tensor on the model's device; each row sums to 1 over the real tokens
         (a row whose gradients are all exactly 0 gets uniform importance).
     """
     model = _check_model(model)
-    detach_attention = check_bool(detach_attention, "detach_attention")
+    detach_attention = _check_detach(model, detach_attention)
     tokens = _batch_tokens(model, batch)
     with eval_mode(model):
         g, _, _ = _gradient(model, tokens, detach_attention)
@@ -179,7 +251,7 @@ def gradient_importance(model, batch, *, detach_attention: bool = True) -> torch
 # ----------------------------------------------------------------------------- leave-one-out
 
 
-def _check_loo_args(model: AttentionClassifier, mode, replacement, max_tokens):
+def _check_loo_args(model, mode, replacement, max_tokens):
     if mode not in LOO_MODES:
         raise ValueError(f"unknown leave-one-out mode {mode!r}; choose one of {', '.join(LOO_MODES)}")
     if isinstance(replacement, bool) or not isinstance(replacement, numbers.Integral):
@@ -208,13 +280,14 @@ def _probs_hiding(model: AttentionClassifier, tokens: torch.Tensor, hide: torch.
     return probs
 
 
-def _probs_full_rows(model: AttentionClassifier, rows: torch.Tensor) -> torch.Tensor:
-    """``model(rows).probs`` for rows without padding, with the BiLSTM run unpacked (faster on CPU).
+def _probs_full_rows(model, rows: torch.Tensor) -> torch.Tensor:
+    """``model(rows).probs``, with the BiLSTM run unpacked (faster on CPU; its rows have no padding).
 
     Without padding, packing changes nothing in the recurrence, so this is the same
-    function as :meth:`AttentionClassifier.encode` computes (up to float rounding).
+    function as :meth:`AttentionClassifier.encode` computes (up to float rounding). Every
+    other model (the transformer too) takes padded rows through its public forward.
     """
-    if model.config.encoder != "lstm":
+    if not _is_bilstm(model):
         return model(rows).probs
     embedded = model.embedding(rows)
     hidden, _ = model.lstm(embedded)
@@ -224,9 +297,9 @@ def _probs_full_rows(model: AttentionClassifier, rows: torch.Tensor) -> torch.Te
     return probs
 
 
-def _base_probs(model: AttentionClassifier, tokens: torch.Tensor) -> torch.Tensor:
+def _base_probs(model, tokens: torch.Tensor) -> torch.Tensor:
     """y-hat(x) for every row of ``tokens`` (for the BiLSTM: rows grouped by length, unpacked)."""
-    if model.config.encoder != "lstm":
+    if not _is_bilstm(model):
         return model(tokens).probs
     lengths = (tokens != PAD).sum(-1)
     out = None
@@ -372,7 +445,7 @@ def _bilstm_loo(model, tokens, base_probs, max_tokens: int) -> torch.Tensor:
 
 
 def _loo(
-    model: AttentionClassifier,
+    model,
     tokens: torch.Tensor,
     base_probs: torch.Tensor,
     *,
@@ -393,7 +466,7 @@ def _loo(
             f"to attend to. Use mode='replace' with replacement=UNK, or drop them (J&W's data sets keep "
             f"sentences of >= 5 tokens)."
         )
-    if delete and model.config.encoder == "lstm":
+    if delete and _is_bilstm(model):
         return _bilstm_loo(model, tokens, base_probs, max_tokens)
     # One row per (instance b, real position t): row-major, so rows of an instance are contiguous.
     row_b, row_t = mask.nonzero(as_tuple=True)
@@ -404,7 +477,7 @@ def _loo(
     order = torch.argsort(row_len, descending=True, stable=True)
     row_b, row_t, row_len = row_b[order], row_t[order], row_len[order]
     lens = row_len.tolist()
-    if model.config.encoder == "lstm":
+    if _is_bilstm(model):
         # chunks of rows of ONE length: no padding, so the LSTM can run unpacked
         group_end = np.append(np.flatnonzero(np.diff(np.asarray(lens))) + 1, len(lens))
     else:  # rows sorted by length: a chunk's rows have similar lengths, little padding
@@ -426,7 +499,7 @@ def _loo(
         else:
             rows = tokens[b, :width]
             hit = cols.unsqueeze(0) == t.unsqueeze(1)
-            if replacement == PAD:
+            if replacement == PAD and isinstance(model, AttentionClassifier):
                 probs = _probs_hiding(model, rows, hit)
             else:
                 probs = _probs_full_rows(model, rows.masked_fill(hit, replacement))
@@ -449,12 +522,17 @@ def leave_one_out(
     output distribution (for binary models |y-hat - y-hat_{-t}|, J&W's output difference).
 
     Args:
-        model: an :class:`~attnlib.models.AttentionClassifier`.
+        model: an :class:`~attnlib.models.AttentionClassifier` or a
+            :class:`~attnlib.models.TransformerClassifier`. The transformer takes the
+            generic path: every x_{-t} of the batch is a padded row through ``model(rows)``
+            (the words after t move up one position, as in the shorter sentence alone).
         batch: a :class:`~attnlib.data.Batch` or (B, T) LongTensor of token ids.
         mode: ``"delete"`` (J&W): x_{-t} is x with token t removed, one token shorter.
             ``"replace"``: token t is replaced by ``replacement`` instead; with
             ``replacement=PAD`` the position gets PAD's (zero) embedding and is excluded
-            from the attention while the sequence keeps its length.
+            from the attention while the sequence keeps its length (for the transformer:
+            the position is masked out of every head's keys, the others keep their
+            positions).
         replacement: token id used by ``mode="replace"`` (default UNK).
         max_tokens: the memory bound: rows x padded width of one forward pass (and at
             most 4,096 rows). All sum_b n_b perturbed sequences of the batch are
@@ -478,7 +556,7 @@ def leave_one_out(
     replacement = _check_loo_args(model, mode, replacement, max_tokens)
     tokens = _batch_tokens(model, batch)
     with eval_mode(model), torch.no_grad():
-        reuse = mode == "delete" and model.config.encoder == "lstm"  # y-hat(x) comes with the states
+        reuse = mode == "delete" and _is_bilstm(model)  # y-hat(x) comes with the states
         base = None if reuse else _base_probs(model, tokens)
         return _loo(model, tokens, base, mode=mode, replacement=replacement, max_tokens=max_tokens)
 
@@ -524,6 +602,14 @@ def _pad(arrays, lengths: np.ndarray, fill: float = 0.0, dtype=np.float64) -> np
     return out
 
 
+def _importance_cost(model):
+    """cost(T, H): elements per instance of one gradient pass (for the transformer: every layer's T x T heads)."""
+    if isinstance(model, TransformerClassifier):
+        c = model.config
+        return lambda T, H: c.layers * T * (c.ffn_mult * H + c.heads * T)
+    return lambda T, H: T * H
+
+
 def _split_rows(values: np.ndarray, mask: np.ndarray) -> list:
     """Ragged per-row arrays of the masked entries of (B, T) ``values`` (vectorised)."""
     counts = mask.sum(1)
@@ -537,7 +623,7 @@ def importance(
     max_instances: int | None = None,
     seed: int = 0,
     chunk_size: int | None = None,
-    detach_attention: bool = True,
+    detach_attention: bool | None = None,
     loo_mode: str = "delete",
 ) -> ImportanceResult:
     """Attention, gradient importance and leave-one-out for a split (J&W 2019, Sec. 4.1).
@@ -548,16 +634,24 @@ def importance(
     (one forward + backward for alpha and g, a few padded forwards for all deletions of
     the bucket).
 
+    The attention of a :class:`~attnlib.models.TransformerClassifier` is
+    ``model(batch).attention``: the last layer's [CLS] (<SOS>) row averaged over the heads,
+    the attention the output reads. It also puts weight on [CLS] and [SEP] (<SOS>, <EOS>);
+    it is cut to the real words and renormalised to sum 1 over them, so that it is a
+    distribution over the same tokens as J&W's alpha, g and LOO.
+
     Args:
-        model: an :class:`~attnlib.models.AttentionClassifier` (gradient importance
-            differentiates with respect to its embeddings).
+        model: an :class:`~attnlib.models.AttentionClassifier` or a
+            :class:`~attnlib.models.TransformerClassifier` (gradient importance
+            differentiates with respect to their word embeddings).
         split: an :class:`attnlib.data.Split` (e.g. ``dataset.test``) or a Batch.
         max_instances: use a seeded random subset of this many instances, stratified by
             true label (None: all of them): the same instances as every other experiment
             given the same ``max_instances`` and ``seed`` (:func:`attnlib.data.stratified_positions`).
         seed: seeds that subset.
         chunk_size: instances per bucket; None (default): about 64, fewer for long documents.
-        detach_attention: passed to :func:`gradient_importance` (True: J&W).
+        detach_attention: passed to :func:`gradient_importance` (None: True for J&W's
+            classifier, as J&W; False for the transformer, which rejects True).
         loo_mode: ``"delete"`` (J&W) or ``"replace"`` (by UNK), see :func:`leave_one_out`.
 
     Instances with fewer than 2 real tokens are left out after the subset is drawn, with a
@@ -565,13 +659,13 @@ def importance(
     classify (J&W's data sets keep sentences of >= 5 tokens, so this never happens there).
     """
     model = _check_model(model)
-    detach_attention = check_bool(detach_attention, "detach_attention")
+    detach_attention = _check_detach(model, detach_attention)
     _check_loo_args(model, loo_mode, UNK, MAX_TOKENS)
     if isinstance(split, Split) and len(split.ids) and int(max(int(np.max(ids)) for ids in split.ids)) >= model.vocab_size:
         raise ValueError("the split has token ids outside the model's vocabulary: was it trained on this data set?")
 
     with _runs.experiment(model, split, seed=seed, max_instances=max_instances, chunk_size=chunk_size,
-                          rows=_IMPORTANCE_ROWS, cost=lambda T, H: T * H, budget=_IMPORTANCE_BUDGET,
+                          rows=_IMPORTANCE_ROWS, cost=_importance_cost(model), budget=_IMPORTANCE_BUDGET,
                           min_tokens=2, checked_model=model) as run:
         _runs.warn_excluded(run, f"importance() on {getattr(split, 'name', 'the batch')!r}", stacklevel=4)
         n, C = len(run), model.config.n_classes

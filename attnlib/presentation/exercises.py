@@ -40,6 +40,8 @@ __all__ = [
     "check_effective_attention",
     "check_head_permutation",
     "check_head_importance",
+    "check_impermissible_penalty",
+    "check_attention_mass",
 ]
 
 
@@ -582,3 +584,41 @@ def check_head_importance(fn: Callable) -> CheckResult:
         return scores / np.where(norm > 0, norm, 1.0)
 
     return _report("head importance", fn, cases, reference, atol=1e-6, to_numpy=lambda x: np.asarray(x, dtype=float))
+
+
+def _mask_cases(seed: int) -> list:
+    """(attention (B, T), mask (B, T) bool) pairs with at least one impermissible token per row, some padding."""
+    rng = np.random.default_rng(seed)
+    cases = []
+    for B, T in ((1, 4), (5, 9), (3, 16)):
+        lengths = rng.integers(2, T + 1, size=B)
+        real = np.arange(T)[None, :] < lengths[:, None]
+        attention = rng.dirichlet(np.ones(T) * 0.5, size=B) * real
+        attention /= attention.sum(-1, keepdims=True)
+        mask = (rng.random((B, T)) < 0.5) & real
+        mask[np.arange(B), rng.integers(0, lengths)] = True
+        cases.append((torch.tensor(attention), torch.tensor(mask)))
+    peaked = torch.tensor([[0.0, 1.0, 0.0], [0.999, 0.001, 0.0]], dtype=torch.float64)  # all mass on the mask
+    cases.append((peaked, torch.tensor([[False, True, False], [True, False, False]])))
+    return cases
+
+
+def check_attention_mass(fn: Callable) -> CheckResult:
+    """Exercise: alpha^T m, the attention on the impermissible tokens, per instance (Chapter 13)."""
+    from ..experiments.deception import attention_mass
+
+    return _report("attention mass", fn, _mask_cases(31), lambda a, m: attention_mass(a, m), atol=1e-9,
+                   to_numpy=lambda x: np.asarray(x, dtype=float))
+
+
+def check_impermissible_penalty(fn: Callable) -> CheckResult:
+    """Exercise: Pruthi et al.'s penalty, the batch mean of -lambda log(1 - alpha^T m) (Chapter 13).
+
+    ``fn(attention, mask, lam)`` -> a scalar. The last case puts all the attention on the
+    impermissible tokens: the log's argument must be clamped (at 1e-10) to stay finite.
+    """
+    from ..experiments.deception import impermissible_penalty
+
+    cases = [(a, m, lam) for (a, m), lam in zip(_mask_cases(32), (0.1, 1.0, 0.0, 1.0))]
+    return _report("impermissible penalty", fn, cases, lambda a, m, lam: impermissible_penalty(a, m, lam),
+                   atol=1e-6, to_numpy=lambda x: np.asarray(x, dtype=float))

@@ -296,6 +296,7 @@ def plot_violins_by_bin(
     ylim: tuple[float, float] | None = None,
     reference: float | None = None,
     reference_label: str | None = None,
+    xlabel: str | None = None,
 ):
     """Violins of ``value`` per bin (e.g. max attention), side by side per ``group`` (J&W Figs. 6 and 8).
 
@@ -335,7 +336,7 @@ def plot_violins_by_bin(
         ax.legend(frameon=False, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.set_xticks(range(len(bins)), [str(b) for b in bins])
     ax.set_xlim(-0.5, len(bins) - 0.5)  # every bin gets its slot, empty ones included
-    ax.set_xlabel(bin_column)
+    ax.set_xlabel(xlabel or bin_column)
     ax.set_ylabel(ylabel or value)
     if ylim:
         ax.set_ylim(*ylim)
@@ -433,12 +434,13 @@ def permutation_figure(result, split, i: int, attention: Sequence, *, name: str 
     return fig
 
 
-def plot_violin_panels(frames: dict, *, ylabel: str, ylim=None, reference=None, reference_label=None, height: float = 2.9):
+def plot_violin_panels(frames: dict, *, ylabel: str, ylim=None, reference=None, reference_label=None, height: float = 2.9,
+                       xlabel: str | None = None):
     """One :func:`plot_violins_by_bin` panel per entry of ``frames`` (title -> long frame), stacked."""
     fig, axes = plt.subplots(len(frames), 1, figsize=(6.4, height * len(frames)), sharey=True, squeeze=False)
     for ax, (title, frame) in zip(axes[:, 0], frames.items()):
         plot_violins_by_bin(frame, value="value", ax=ax, ylabel=ylabel, title=title, ylim=ylim,
-                            reference=reference, reference_label=reference_label)
+                            reference=reference, reference_label=reference_label, xlabel=xlabel)
     fig.tight_layout()
     return fig
 
@@ -851,8 +853,10 @@ def plot_pruning_curve(curves: dict, *, reference: dict | None = None, title: st
         fig, ax = plt.subplots(figsize=(6.4, 3.4))
     else:
         fig = ax.figure
-    for j, (label, frac) in enumerate((reference or {}).items()):
-        ax.axvspan(0, frac, color=["#dddddd", "#eeeeee"][j % 2], zorder=0, label=label)
+    spans = sorted((reference or {}).items(), key=lambda item: -item[1])  # widest first, narrower on top
+    shades = ["#f0f0f0", "#d9d9d9", "#bdbdbd"]
+    for j, (label, frac) in enumerate(spans):
+        ax.axvspan(0, frac, color=shades[min(j, len(shades) - 1)], zorder=0, label=label)
     for label, frame in curves.items():
         ax.plot(frame["fraction"], frame["accuracy"], marker="o", ms=3, label=label)
     ax.set_xlabel("fraction of heads pruned")

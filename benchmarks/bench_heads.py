@@ -1,0 +1,119 @@
+"""Benchmark: head importance from one backward pass vs masking the heads one at a time.
+
+    python benchmarks/run.py heads
+
+The book's transformer shape (TransformerConfig(layers=4, heads=4, head_dim=32), random
+weights: the cost is the passes, not what they learned) on 256 random sentences of 23 to 27
+words (25 to 29 tokens with <SOS> and <EOS>), in length-sorted batches of 128.
+
+* one backward pass: attnlib.head_importance.head_importance -- per batch one forward pass
+  with a gate on every head and one backward pass to the gates (Michel et al. 2019's
+  I_h = E_x |dL/d xi_h|);
+* masking: one forward pass without edits and one per head (L x h = 16) with that head
+  masked (attnlib.head_importance.mask_heads), the importance proxy being the change of the
+  mean cross-entropy.
+
+The two are different scores of the same thing (a first-order estimate vs the actual
+change); their Spearman correlation over the heads is printed alongside. Timed interleaved
+on one torch thread, median of the repeats. The ratio is roughly L x h forward passes
+against one forward and one backward pass (about three forwards' worth).
+"""
+from __future__ import annotations
+
+import statistics
+import time
+
+N_SENTENCES, MIN_WORDS, MAX_WORDS, VOCAB, BATCH_SIZE = 256, 23, 27, 1_000, 128
+
+
+def _setup(seed: int = 0):
+    import numpy as np
+    import torch
+
+    from attnlib.data import EOS, SOS, collate
+    from attnlib.models import TransformerClassifier, TransformerConfig
+
+    torch.manual_seed(seed)
+    model = TransformerClassifier(VOCAB, TransformerConfig(layers=4, heads=4, head_dim=32)).eval()
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(MIN_WORDS, MAX_WORDS + 1, N_SENTENCES)
+    ids = [np.concatenate([[SOS], rng.integers(4, VOCAB, n), [EOS]]) for n in lengths]
+    labels = rng.integers(0, 2, N_SENTENCES)
+    order = np.argsort(lengths, kind="stable")
+    batches = [collate([ids[i] for i in chunk], labels[chunk], chunk)
+               for chunk in (order[s:s + BATCH_SIZE] for s in range(0, N_SENTENCES, BATCH_SIZE))]
+    return model, batches
+
+
+def _mean_loss(model, batches, edits=None) -> float:
+    import torch
+
+    total, n = 0.0, 0
+    with torch.no_grad():
+        for batch in batches:
+            probs = model(batch, edits=edits).probs
+            total += float(-torch.log(probs.gather(-1, batch.labels[:, None])).sum())
+            n += len(batch)
+    return total / n
+
+
+def masking_loop(model, batches):
+    """(L, h) loss change per masked head: one forward pass without edits, then one per head."""
+    import numpy as np
+
+    from attnlib.head_importance import mask_heads
+
+    base = _mean_loss(model, batches)
+    out = np.zeros((model.config.layers, model.config.heads))
+    for site in model.sites:
+        out[site.layer, site.head] = _mean_loss(model, batches, mask_heads(site)) - base
+    return out
+
+
+def one_backward(model, batches):
+    from attnlib.head_importance import head_importance
+
+    return head_importance(model, batches, normalize=False)
+
+
+def bench_heads(repeats: int = 3, threads: int | None = 1) -> dict:
+    """Time the gate gradients against masking every head, both on ``threads`` torch threads."""
+    import attnlib  # noqa: F401  (first: importing it sizes torch's thread pool, which is set below)
+    import torch
+    from scipy.stats import spearmanr
+
+    before = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(threads)
+    try:
+        model, batches = _setup()
+        importance, change = one_backward(model, batches), masking_loop(model, batches)  # warm-up
+        rho = float(spearmanr(importance.ravel(), change.ravel()).statistic)
+        fast, slow = [], []
+        for _ in range(repeats):  # interleaved: both sides see the same machine load
+            start = time.perf_counter()
+            one_backward(model, batches)
+            fast.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            masking_loop(model, batches)
+            slow.append(time.perf_counter() - start)
+        n_threads = torch.get_num_threads()
+    finally:
+        torch.set_num_threads(before)
+    b, l_ = statistics.median(fast), statistics.median(slow)
+    heads = len(model.sites)
+    print(
+        f"head importance, {model.config.name} on {N_SENTENCES} random sentences of {MIN_WORDS}-{MAX_WORDS} words: "
+        f"one backward pass {b:.3f} s, masking each head ({heads} + 1 forward passes) {l_:.3f} s, "
+        f"ratio {l_ / b:.1f}x; Spearman(I_h, loss change) {rho:.2f}, {n_threads} torch thread(s)"
+    )
+    return {"backward_s": b, "masking_s": l_, "ratio": l_ / b, "spearman": rho, "heads": heads,
+            "threads": n_threads}
+
+
+BENCHMARKS = {"heads": bench_heads}
+
+if __name__ == "__main__":
+    import sys
+
+    bench_heads(threads=int(sys.argv[1]) if len(sys.argv) > 1 else 1)

@@ -1,0 +1,186 @@
+"""attnlib.flow: attention rollout (Abnar & Zuidema 2020), against a NumPy oracle and on the book's transformer."""
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import attnlib
+from attnlib import data
+from attnlib.flow import RESIDUAL, rollout, rollout_cls
+from attnlib.models import Trace, TransformerClassifier, TransformerConfig
+
+CONFIG = TransformerConfig(layers=2, heads=2, head_dim=4, embed_dim=6, dropout=0.0)
+
+
+def _model(seed=0, layers=2, vocab=30):
+    torch.manual_seed(seed)
+    model = TransformerClassifier(vocab, dataclasses.replace(CONFIG, layers=layers)).eval()
+    with torch.no_grad():  # sharper attention than a fresh init gives, so rows differ visibly
+        for layer in model.layers:
+            layer.qkv.weight.mul_(4.0)
+    return model
+
+
+def _batch(lengths=(7, 4, 9), vocab=30, seed=0):
+    rng = np.random.default_rng(seed)
+    ids = [np.concatenate([[data.SOS], rng.integers(4, vocab, n - 2), [data.EOS]]) for n in lengths]
+    return data.collate(ids, np.arange(len(lengths)) % 2)
+
+
+def random_attentions(lengths, layers, heads, seed, T=None, dtype=torch.float64):
+    """Attentions (B, L, h, T, T) shaped like a Trace's: softmax rows over the real keys, 0 on padding."""
+    rng = np.random.default_rng(seed)
+    lengths = np.asarray(lengths)
+    T = int(lengths.max()) if T is None else T
+    mask = np.arange(T)[None, :] < lengths[:, None]
+    logits = rng.normal(0, 2, (len(lengths), layers, heads, T, T))
+    logits = np.where(mask[:, None, None, None, :], logits, -np.inf)
+    att = np.exp(logits - logits.max(-1, keepdims=True))
+    att = att / att.sum(-1, keepdims=True) * mask[:, None, None, :, None]
+    return torch.as_tensor(att, dtype=dtype), torch.as_tensor(mask)
+
+
+def oracle(attentions, lengths, residual):
+    """NumPy oracle: one sentence and one layer at a time, on the unpadded block.
+
+    A^ = r I + (1 - r) mean_h A (rows renormalised), R_0 = A^_0, R_l = A^_l R_{l-1}.
+    """
+    att = attentions.double().numpy()
+    B, L, _, T, _ = att.shape
+    out = np.zeros((B, L, T, T))
+    for b in range(B):
+        n = int(lengths[b])
+        R = None
+        for layer in range(L):
+            A = residual * np.eye(n) + (1 - residual) * att[b, layer, :, :n, :n].mean(0)
+            A = A / A.sum(1, keepdims=True)
+            R = A if R is None else A @ R
+            out[b, layer, :n, :n] = R
+    return out
+
+
+# ----------------------------------------------------------------------------- against the oracle
+
+
+@pytest.mark.parametrize("residual", (0.0, 0.3, RESIDUAL, 0.9))
+def test_rollout_matches_the_numpy_oracle(residual):
+    lengths = [5, 2, 8, 1]
+    att, mask = random_attentions(lengths, layers=4, heads=3, seed=1)
+    out = rollout(att, mask, residual=residual)
+    assert out.shape == (4, 4, 8, 8) and out.dtype == torch.float64
+    np.testing.assert_allclose(out.numpy(), oracle(att, lengths, residual), atol=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    lengths=st.lists(st.integers(1, 9), min_size=1, max_size=5),
+    layers=st.integers(1, 4),
+    heads=st.integers(1, 3),
+    extra=st.integers(0, 3),
+    residual=st.floats(0.0, 0.99),
+    seed=st.integers(0, 2**16),
+)
+def test_rollout_properties(lengths, layers, heads, extra, residual, seed):
+    """Oracle agreement, distributions over the real positions, zeros on padding, [CLS] row = rollout_cls."""
+    att, mask = random_attentions(lengths, layers, heads, seed, T=max(lengths) + extra)
+    out = rollout(att, mask, residual=residual)
+    np.testing.assert_allclose(out.numpy(), oracle(att, lengths, residual), atol=1e-10)
+    assert bool((out >= 0).all())
+    rows = out.sum(-1)  # (B, L, T): 1 on real rows, 0 on padding rows
+    np.testing.assert_allclose(rows.numpy(), np.broadcast_to(mask[:, None, :].double().numpy(), rows.shape),
+                               atol=1e-10)
+    pad = ~mask
+    assert float(out.masked_select(pad[:, None, None, :].expand_as(out)).abs().sum()) == 0  # padding columns
+    trace = Trace(tokens=torch.zeros(mask.shape, dtype=torch.long), lengths=mask.sum(-1), key_mask=mask,
+                  attentions=att, values=torch.zeros(*att.shape[:4], 1), output_projection=torch.zeros(1),
+                  hidden_states=torch.zeros(1))
+    np.testing.assert_allclose(rollout_cls(trace, residual=residual).numpy(), out[:, -1, 0].numpy(), atol=1e-12)
+
+
+def test_residual_zero_with_one_layer_is_the_head_averaged_attention():
+    att, mask = random_attentions([6, 3, 4], layers=1, heads=4, seed=2)
+    torch.testing.assert_close(rollout(att, mask, residual=0.0)[:, 0], att[:, 0].mean(1), atol=1e-12, rtol=0)
+    # and with residual r > 0 a single layer is r I + (1 - r) A on the real block
+    eye = torch.eye(6, dtype=att.dtype) * (mask[:, :, None] & mask[:, None, :])
+    torch.testing.assert_close(rollout(att, mask, residual=0.25)[:, 0], 0.25 * eye + 0.75 * att[:, 0].mean(1),
+                               atol=1e-12, rtol=0)
+
+
+def test_rollout_is_the_product_of_the_layers():
+    att, mask = random_attentions([7], layers=3, heads=2, seed=3)
+    single = [rollout(att[:, [layer]], mask)[0, 0] for layer in range(3)]  # each layer's A^ alone
+    out = rollout(att, mask)
+    torch.testing.assert_close(out[0, 1], single[1] @ single[0], atol=1e-12, rtol=0)
+    torch.testing.assert_close(out[0, 2], single[2] @ single[1] @ single[0], atol=1e-12, rtol=0)
+
+
+# ----------------------------------------------------------------------------- on the book's transformer
+
+
+def test_rollout_of_a_trace_is_padding_invariant():
+    model, batch = _model(), _batch()
+    trace = model.trace(batch)
+    full, cls = rollout(trace.attentions, trace.key_mask), rollout_cls(trace)
+    assert full.shape == (3, 2, 9, 9) and cls.shape == (3, 9)
+    torch.testing.assert_close(cls, full[:, -1, 0], atol=1e-6, rtol=0)
+    for row in range(3):  # each sentence alone (no padding) gives the same rollout as in the padded batch
+        n = int(batch.lengths[row])
+        alone = model.trace(batch.tokens[row : row + 1, :n])
+        torch.testing.assert_close(rollout(alone.attentions, alone.key_mask)[0], full[row, :, :n, :n],
+                                   atol=1e-5, rtol=0)
+        torch.testing.assert_close(rollout_cls(alone)[0], cls[row, :n], atol=1e-5, rtol=0)
+        assert float(cls[row, n:].abs().sum()) == 0
+    torch.testing.assert_close(cls.sum(-1), torch.ones(3), atol=1e-5, rtol=0)
+    # rolling out mixes more than the last layer alone: the [CLS] row differs from the raw one
+    raw = trace.attentions[:, -1, :, 0].mean(1)
+    assert float((cls - raw).abs().max()) > 1e-3
+    assert attnlib.flow.rollout is rollout  # the short name
+
+
+def test_one_layer_model_residual_zero_is_the_model_attention():
+    model, batch = _model(layers=1), _batch()
+    cls = rollout_cls(model.trace(batch), residual=0.0)
+    with torch.no_grad():
+        torch.testing.assert_close(cls, model(batch).attention, atol=1e-6, rtol=0)
+
+
+# ----------------------------------------------------------------------------- validation
+
+
+def test_validation_errors():
+    att, mask = random_attentions([4, 2], layers=2, heads=2, seed=0)
+    with pytest.raises(ValueError, match="float tensor"):
+        rollout(att.numpy(), mask)
+    with pytest.raises(ValueError, match="float tensor"):
+        rollout(att.long(), mask)
+    with pytest.raises(ValueError, match="shape \\(B, layers, heads, T, T\\)"):
+        rollout(att[:, 0], mask)
+    with pytest.raises(ValueError, match="shape \\(B, layers, heads, T, T\\)"):
+        rollout(att[..., :3], mask)
+    with pytest.raises(ValueError, match="empty dimension"):
+        rollout(att[:0], mask[:0])
+    with pytest.raises(ValueError, match="bool tensor"):
+        rollout(att, mask.long())
+    with pytest.raises(ValueError, match="key_mask must have shape \\(2, 4\\)"):
+        rollout(att, mask[:, :3])
+    with pytest.raises(ValueError, match="at least one real position"):
+        rollout(att, mask & torch.tensor([[True], [False]]))
+    with pytest.raises(ValueError, match="sum to 1 over the real keys"):
+        rollout(att * 2, mask)
+    with pytest.raises(ValueError, match="sum to 1 over the real keys"):
+        rollout(att.transpose(-1, -2), mask)  # keys on the wrong axis
+    with pytest.raises(ValueError, match="negative"):
+        rollout(att - 0.5, mask)
+    with pytest.raises(ValueError, match="NaN"):
+        rollout(att.masked_fill(torch.ones_like(att, dtype=torch.bool), float("nan")), mask)
+    for bad in (1.0, -0.1, 1.5, float("nan"), True, "0.5", None):
+        with pytest.raises(ValueError, match="residual"):
+            rollout(att, mask, residual=bad)
+    with pytest.raises(ValueError, match="Trace"):
+        rollout_cls(att)
+    trace = _model().trace(_batch())
+    with pytest.raises(ValueError, match="residual"):
+        rollout_cls(trace, residual=1)

@@ -111,7 +111,93 @@ def bench_heads(repeats: int = 3, threads: int | None = 1) -> dict:
             "threads": n_threads}
 
 
-BENCHMARKS = {"heads": bench_heads}
+def _permutation_data(n: int = 96, seed: int = 0):
+    """The benchmark's model and ``n`` random sentences as one Batch (split order = sentence order)."""
+    import numpy as np
+
+    from attnlib.data import EOS, SOS, collate
+
+    model, _ = _setup(seed)
+    rng = np.random.default_rng(seed + 1)
+    lengths = rng.integers(MIN_WORDS, MAX_WORDS + 1, n)
+    ids = [np.concatenate([[SOS], rng.integers(4, VOCAB, k), [EOS]]) for k in lengths]
+    return model, collate(ids, rng.integers(0, 2, n))
+
+
+def per_site_loop(model, batch, n_permutations: int, batch_size: int = 32):
+    """Every head permuted on its own the plain way: per site, per permutation, per batch of 32 sentences,
+    the whole model run with ``edits={site: permuted rows}``; (sites, N, P) output TVDs."""
+    import numpy as np
+    import torch
+
+    from attnlib.counterfactual import query_row_sources
+    from attnlib.data import PAD
+    from attnlib.metrics import tvd
+    from attnlib.models.interventions import permute_rows
+
+    rng = np.random.default_rng(0)
+    order = np.argsort(batch.lengths.numpy(), kind="stable")
+    chunks = [order[s:s + batch_size] for s in range(0, len(order), batch_size)]
+    out = np.zeros((len(model.sites), len(batch), n_permutations))
+    with torch.no_grad():
+        for k, site in enumerate(model.sites):
+            for rows in chunks:
+                T = int(batch.lengths[rows].max())
+                tokens = batch.tokens[rows, :T]
+                base = model(tokens).probs
+                src = query_row_sources(tokens != PAD, T, n_permutations, rng)  # (n, P, T, T)
+                for p in range(n_permutations):
+                    edit = lambda a, m, s=src[:, p]: permute_rows(a, s.unsqueeze(1)).squeeze(1)  # noqa: E731
+                    out[k, rows, p] = tvd(model(tokens, edits={site: edit}).probs, base, check=False).numpy()
+    return out
+
+
+def batched(model, batch, n_permutations: int):
+    """attnlib.head_perturbation.permute_heads, every head alone: below each head once, its permutations decoded
+    in groups of candidates (the layers above recomputed once per group)."""
+    from attnlib.head_perturbation import permute_heads
+
+    return permute_heads(model, batch, n_permutations=n_permutations, scopes=("head",))
+
+
+def bench_head_permutations(repeats: int = 2, threads: int | None = 1, n_permutations: int = 10) -> dict:
+    """Time permute_heads (every head alone) against a per-site, per-permutation loop, both on ``threads`` threads."""
+    import attnlib  # noqa: F401  (first: importing it sizes torch's thread pool, which is set below)
+    import numpy as np
+    import torch
+
+    before = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(threads)
+    try:
+        model, batch = _permutation_data()
+        fast_result = batched(model, batch, n_permutations)  # warm-up, and the two agree in distribution
+        slow_result = per_site_loop(model, batch, n_permutations)
+        fast, slow = [], []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            batched(model, batch, n_permutations)
+            fast.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            per_site_loop(model, batch, n_permutations)
+            slow.append(time.perf_counter() - start)
+        n_threads = torch.get_num_threads()
+    finally:
+        torch.set_num_threads(before)
+    b, l_ = statistics.median(fast), statistics.median(slow)
+    heads = fast_result.table
+    loop_medians = np.median(np.median(slow_result, axis=2), axis=1)  # per site: median over sentences
+    gap = float(np.max(np.abs(heads["median_tvd"].to_numpy() - loop_medians)))
+    print(
+        f"head permutations, {model.config.name}, {len(batch)} sentences x {n_permutations} permutations x "
+        f"{len(model.sites)} heads: batched {b:.2f} s, per-site loop (batches of 32) {l_:.2f} s, ratio {l_ / b:.1f}x; "
+        f"largest gap between their per-head median TVDs (other random permutations) {gap:.3f}; "
+        f"{n_threads} torch thread(s)"
+    )
+    return {"batched_s": b, "loop_s": l_, "ratio": l_ / b, "median_tvd_gap": gap, "threads": n_threads}
+
+
+BENCHMARKS = {"heads": bench_heads, "head_permutations": bench_head_permutations}
 
 if __name__ == "__main__":
     import sys

@@ -11,7 +11,9 @@ imports a private (underscored) name of another (``tests/test_layout.py`` checks
     _runs            the one private experiment runner: subset, length buckets,
                      chunks under a memory bound, device, eval mode
     experiments/     what the chapters run: importance, counterfactual, erasure,
-                     baselines, adversarial_training, diagnostic
+                     baselines, adversarial_training, diagnostic; Part IV's identifiability,
+                     token_identity, head_perturbation, head_importance, adversarial_keys,
+                     deception, flow
     presentation/    viz, widgets, exercises: figures and checkers (not in the cache key)
 
 Why folders: a second model family (transformers) and four more experiment modules come

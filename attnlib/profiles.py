@@ -61,6 +61,8 @@ class Profile:
     #: Chapter 12: test sentences and permutations per sentence for the head permutations (None = all)
     head_instances: int | None = None
     head_permutations: int = 100
+    #: Chapter 12: the extra seeds of the transformer whose test accuracy sets the seed-to-seed noise
+    head_noise_seeds: tuple = (1, 2, 3)
     #: Chapter 12: J&W's adversary at one head per layer: sentences, candidates k, Adam steps and lr
     head_adversary_instances: int | None = None
     head_adversary_k: int = 5
@@ -134,6 +136,7 @@ PROFILES: dict[str, Profile] = {
         identifiability_sentences=400,
         identifiability_imdb=64,
         probe_train_sentences=600,
+        head_noise_seeds=(1,),
         head_instances=100,
         head_permutations=10,
         head_adversary_instances=24,

@@ -395,3 +395,56 @@ def test_null_space_figure_and_explorer_keep_the_head_output():
     with pytest.raises(ValueError, match="tokens"):
         widgets.null_space_figure(tr, [t[:-1] for t in tokens], 0, 0, 0)
     plt.close("all")
+
+
+def test_chapter_12_and_13_checkers_judge_reference_and_wrong_answers():
+    from attnlib import metrics
+
+    def head_tvd(model, tokens, site, sources):
+        with torch.no_grad():
+            base = model(tokens).probs
+            new = model(tokens, edits={site: lambda a, m: a.gather(-1, sources)}).probs
+        return metrics.tvd(base, new)
+
+    assert exercises.check_head_permutation(head_tvd)
+    # permuting the keys' axis the wrong way round (the query axis) is caught
+    assert not exercises.check_head_permutation(
+        lambda model, tokens, site, sources: head_tvd(model, tokens, site, sources.transpose(1, 2)))
+
+    def importance(A, G):
+        s = np.abs((A * G).sum((-1, -2))).mean(0)
+        return s / np.linalg.norm(s, axis=1, keepdims=True)
+
+    assert exercises.check_head_importance(importance)
+    # the absolute value taken after the mean (Michel's code, per batch) is a different score
+    assert not exercises.check_head_importance(
+        lambda A, G: (lambda s: s / np.linalg.norm(s, axis=1, keepdims=True))(np.abs((A * G).sum((-1, -2)).mean(0))))
+
+    def mass(a, m):
+        return (a * m).sum(-1)
+
+    assert exercises.check_attention_mass(mass)
+    assert not exercises.check_attention_mass(lambda a, m: (a * ~m).sum(-1))
+    assert exercises.check_impermissible_penalty(
+        lambda a, m, lam: (-lam * torch.log((1 - mass(a, m)).clamp_min(1e-10))).mean())
+    assert not exercises.check_impermissible_penalty(lambda a, m, lam: (-lam * torch.log(1 - mass(a, m))).mean())
+    assert not exercises.check_impermissible_penalty(lambda a, m, lam: (-lam * torch.log(mass(a, m))).mean())
+
+
+def test_deception_figures_and_explorer():
+    import pandas as pd
+
+    from attnlib import data
+    from attnlib.models import TransformerConfig
+
+    torch.manual_seed(0)
+    ds = data.load_deception(max_train=40, max_eval=10)
+    models = {"transformer": {lam: TransformerConfig(layers=1, heads=2, head_dim=4, embed_dim=50).build(len(ds.vocab))
+                              for lam in (0.0, 1.0)}}
+    fig = widgets.deception_figure(models, ds.test, 0)
+    assert fig.axes
+    with pytest.raises(ValueError, match="family"):
+        widgets.deception_figure(models, ds.test, 0, family="lstm")
+    assert widgets.deception_explorer(models, ds.test, [0, 1]) is not None
+    shares = pd.DataFrame({"attention": [0.6, 0.01], "gradient": [0.7, np.nan]}, index=["λ = 0", "λ = 1"])
+    assert viz.plot_explanation_mass(shares, reference=0.55).axes

@@ -41,6 +41,7 @@ __all__ = [
     "plot_head_grid",
     "plot_pruning_curve",
     "plot_adversarial_keys",
+    "plot_explanation_mass",
 ]
 
 ATTENTION_CMAP = "Oranges"
@@ -812,9 +813,10 @@ def plot_head_grid(grids: dict, *, formats: dict | None = None, cmaps: dict | No
     formats, cmaps, limits = formats or {}, cmaps or {}, limits or {}
     first = next(iter(grids.values()))
     n_rows, n_cols = first.shape
-    fig, axes = plt.subplots(1, len(grids), figsize=(0.95 * n_cols * len(grids) + 1.6 * len(grids), 0.55 * n_rows + 1.4),
+    # panels stacked: a page is narrow, and side by side they shrink to unreadable numbers
+    fig, axes = plt.subplots(len(grids), 1, figsize=(0.95 * n_cols + 2.0, (0.5 * n_rows + 1.0) * len(grids)),
                              squeeze=False)
-    for ax, (name, grid) in zip(axes[0], grids.items()):
+    for ax, (name, grid) in zip(axes[:, 0], grids.items()):
         values = grid.to_numpy(dtype=float)
         vmin, vmax = limits.get(name, (np.nanmin(values), np.nanmax(values)))
         im = ax.imshow(np.ma.masked_invalid(values), cmap=cmaps.get(name, ATTENTION_CMAP), vmin=vmin, vmax=vmax,
@@ -891,3 +893,33 @@ def plot_adversarial_keys(frame, *, reference: dict | None = None, title: str | 
     ax.legend(fontsize=7, loc="lower left")
     ax.grid(alpha=0.3)
     return _finish(fig, ax, title)
+
+
+def plot_explanation_mass(shares, *, reference: float | None = None, title: str | None = None, ax=None):
+    """The share of each explanation on a set of marked tokens, as grouped bars: one group per model (row).
+
+    ``shares``: a DataFrame, index the models, columns the explanations (e.g. attention,
+    gradient, leave-one-out, rollout), values in [0, 1]; NaN (an explanation a model does not
+    have) leaves a gap. ``reference``: the marked tokens' share of all tokens (what uniform
+    weights would give them), drawn as a dotted line.
+    """
+    values = shares.to_numpy(dtype=float)
+    n_models, n_measures = values.shape
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(6.8, 0.42 * n_models * n_measures / 2 + 1.4))
+    else:
+        fig = ax.figure
+    height = 0.8 / n_measures
+    palette = ["#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#8c564b"]
+    y = np.arange(n_models)
+    for j, column in enumerate(shares.columns):
+        ax.barh(y - 0.4 + (j + 0.5) * height, np.nan_to_num(values[:, j]), height=height * 0.9,
+                color=palette[j % len(palette)], label=str(column))
+    if reference is not None:
+        ax.axvline(reference, color="black", ls=":", lw=1, label="uniform weights")
+    ax.set_yticks(y, [str(i) for i in shares.index], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("share of the explanation on the marked tokens")
+    ax.grid(axis="x", alpha=0.3)
+    return _finish(fig, ax, title, legend=True)

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["measures_explorer", "temperature_explorer", "tempered", "sentence_explorer", "importance_explorer", "adversary_explorer", "permutation_explorer", "needle_figure", "needle_explorer", "lambda_figures", "lambda_explorer", "null_space_figure", "null_space_explorer", "head_figure", "head_explorer"]
+__all__ = ["measures_explorer", "temperature_explorer", "tempered", "sentence_explorer", "importance_explorer", "adversary_explorer", "permutation_explorer", "needle_figure", "needle_explorer", "lambda_figures", "lambda_explorer", "null_space_figure", "null_space_explorer", "head_figure", "head_explorer", "deception_figure", "deception_explorer"]
 
 
 def _normalise(w) -> np.ndarray:
@@ -454,3 +454,68 @@ def head_explorer(model, split, indices: Sequence[int], *, index: int | None = N
         w.observe(redraw, names="value")
     redraw()
     return W.VBox([pick, W.HBox([lay, hd]), what, out])
+
+
+def _words_attention(model, batch) -> np.ndarray:
+    """The model's attention over the real words of a one-sentence batch, renormalised (as importance() reports it)."""
+    import torch
+
+    with torch.no_grad():
+        attention = model(batch).attention[0, 1 : int(batch.lengths[0]) - 1].double().cpu().numpy()
+    total = attention.sum()
+    return attention / total if total > 0 else attention
+
+
+def deception_figure(models: dict, split, index: int = 0, *, family: str | None = None):
+    """One sentence under models trained with different lambdas: attention against gradient importance (Chapter 13).
+
+    ``models``: {family: {lambda: model}} (e.g. "transformer" -> {0.0: model, 1.0: model}); ``family``: which to
+    draw (default the first). Rows: per lambda, the model's attention over the words (renormalised) and its
+    gradient importance (:func:`attnlib.importance.gradient_importance`); the title marks the impermissible tokens'
+    share of each row.
+    """
+    from ..experiments.importance import gradient_importance
+    from .viz import compare_heatmap
+
+    if not isinstance(models, dict) or not models:
+        raise ValueError("models must be a non-empty dict {family: {lambda: model}}")
+    family = next(iter(models)) if family is None else family
+    if family not in models:
+        raise ValueError(f"family must be one of {list(models)}, got {family!r}")
+    if not 0 <= index < len(split):
+        raise ValueError(f"index must be in 0..{len(split) - 1}, got {index}")
+    batch = split.batch([index])
+    n = int(batch.lengths[0])
+    mask = None if split.rationales is None else np.asarray(split.rationales[index], dtype=bool)
+    rows = {}
+    for lam, model in models[family].items():
+        attention = _words_attention(model, batch)
+        gradient = gradient_importance(model, batch)[0, 1 : n - 1].double().cpu().numpy()
+        for name, w in (("attention", attention), ("gradient", gradient)):
+            share = ""
+            if mask is not None:
+                on = float(np.abs(w)[mask].sum() / max(np.abs(w).sum(), 1e-12))
+                share = f" ({on:.0%} on the marked tokens)"
+            rows[f"λ = {lam:g}: {name}{share}"] = w
+    return compare_heatmap(split.tokens[index], rows, header=family)
+
+
+def deception_explorer(models: dict, split, indices: Sequence[int], *, family: str | None = None):
+    """Choose a sentence and a model family and compare attention with gradients across lambdas (:func:`deception_figure`)."""
+    import ipywidgets as W
+
+    indices = list(indices)
+    if not indices:
+        raise ValueError("indices must name at least one sentence of the split")
+    options = [(f"{i}: {' '.join(split.tokens[i][:8])} ...", i) for i in indices]
+    pick = W.Dropdown(options=options, value=indices[0], description="sentence", layout=W.Layout(width="460px"))
+    which = W.ToggleButtons(options=list(models), value=family or next(iter(models)), description="model")
+    out = W.Output()
+
+    def redraw(*_):
+        _figure_out(out, lambda: deception_figure(models, split, pick.value, family=which.value))
+
+    for w in (pick, which):
+        w.observe(redraw, names="value")
+    redraw()
+    return W.VBox([pick, which, out])

@@ -41,6 +41,7 @@ from scipy.stats import binomtest
 
 from .._checks import check_bool, check_positive_int, check_positive_number
 from ..data import Batch, Split
+from ..models.heads import check_sites
 from ..models.protocol import Site, device_of, eval_mode
 
 __all__ = ["mask_heads", "gate_gradients", "head_importance", "head_ablation", "prune_by_importance", "ALPHA"]
@@ -67,20 +68,7 @@ def _shape(model) -> tuple[int, int]:
 
 def _check_sites(sites, model=None) -> list[Site]:
     """``sites`` (one Site or an iterable of them) as a list, inside ``model`` if given."""
-    if isinstance(sites, Site):
-        sites = [sites]
-    if isinstance(sites, (str, bytes, Mapping)) or not isinstance(sites, Iterable):
-        raise ValueError(f"sites must be an iterable of attnlib.models.Site(layer, head), got {type(sites).__name__}")
-    sites = list(sites)
-    for site in sites:
-        if not isinstance(site, Site):
-            raise ValueError(f"sites must hold attnlib.models.Site(layer, head), got {site!r}")
-    if model is not None:
-        L, h = _shape(model)
-        for site in sites:
-            if site.layer >= L or site.head >= h:
-                raise ValueError(f"{site} is outside the model ({L} layers x {h} heads)")
-    return sites
+    return check_sites(sites) if model is None else check_sites(sites, *_shape(model))
 
 
 def _batches(data, batch_size: int) -> list:

@@ -31,10 +31,11 @@ from .. import _runs, metrics
 from .._checks import check_positive_int, check_seed
 from ..data import PAD
 from ..models import Site, interventions
+from ..models.heads import check_sites
 from ..models.protocol import check_model
 from . import counterfactual
 
-__all__ = ["HeadPermutationResult", "permute_heads", "adversarial_heads", "SCOPES", "check_sites"]
+__all__ = ["HeadPermutationResult", "permute_heads", "adversarial_heads", "SCOPES"]
 
 #: What :func:`permute_heads` can permute at once: one head, all heads of a layer, every head.
 SCOPES = ("head", "layer", "all")
@@ -43,19 +44,6 @@ SCOPES = ("head", "layer", "all")
 # every instance x permutation runs the whole model.
 _ROWS = 128
 _BUDGET = 2**25
-
-
-def check_sites(model, sites) -> list[Site]:
-    """``sites`` as a list of the model's :class:`Site` s, or a ValueError naming the model's shape."""
-    layers, heads = _shape(model)
-    out = []
-    for site in sites:
-        if not isinstance(site, Site):
-            raise ValueError(f"sites must be attnlib.models.Site(layer, head), got {site!r}")
-        if site.layer >= layers or site.head >= heads:
-            raise ValueError(f"{site} is outside the model ({layers} layers x {heads} heads)")
-        out.append(site)
-    return out
 
 
 def _shape(model) -> tuple[int, int]:
@@ -248,7 +236,7 @@ def adversarial_heads(
     layer, head, instance, predicted, eps_max_jsd (that mean), cls_jsd (the JSD of the
     [CLS] row alone, of the same eps-max candidate), kept (candidates within eps).
     """
-    sites = check_sites(model, sites)
+    sites = check_sites(sites, *_shape(model))
     if not sites:
         raise ValueError("sites must name at least one head")
     from tqdm.auto import tqdm

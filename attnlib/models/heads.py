@@ -27,7 +27,7 @@ import torch
 
 from .protocol import Site
 
-__all__ = ["Trace", "Edit", "check_edits", "apply_edits", "flatten_candidates", "key_mask_of"]
+__all__ = ["Trace", "Edit", "check_sites", "check_edits", "apply_edits", "flatten_candidates", "key_mask_of"]
 
 #: One head's edit: a function of (attention rows (B, T, T), key mask (B, T)), or given rows (B, T, T).
 Edit = Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | torch.Tensor
@@ -94,6 +94,22 @@ def key_mask_of(lengths: torch.Tensor, T: int) -> torch.Tensor:
     return torch.arange(T, device=lengths.device)[None, :] < lengths[:, None]
 
 
+def check_sites(sites, n_layers: int | None = None, n_heads: int | None = None) -> list[Site]:
+    """``sites`` (one :class:`Site` or an iterable of them) as a list, each inside a model of
+    ``n_layers`` x ``n_heads`` when those are given, or a clear ValueError naming the model's shape."""
+    if isinstance(sites, Site):
+        sites = [sites]
+    if isinstance(sites, (str, bytes, Mapping)) or not hasattr(sites, "__iter__"):
+        raise ValueError(f"sites must be an iterable of attnlib.models.Site(layer, head), got {type(sites).__name__}")
+    sites = list(sites)
+    for site in sites:
+        if not isinstance(site, Site):
+            raise ValueError(f"sites must hold attnlib.models.Site(layer, head), got {site!r}")
+        if n_layers is not None and (site.layer >= n_layers or site.head >= n_heads):
+            raise ValueError(f"{site} is outside the model ({n_layers} layers x {n_heads} heads)")
+    return sites
+
+
 def check_edits(edits: Mapping | None, n_layers: int, n_heads: int) -> dict:
     """``edits`` as {layer: {head: edit}}, or a clear ValueError for a bad site or edit."""
     if edits is None:
@@ -104,8 +120,7 @@ def check_edits(edits: Mapping | None, n_layers: int, n_heads: int) -> dict:
     for site, edit in edits.items():
         if not isinstance(site, Site):
             raise ValueError(f"edits must be keyed by attnlib.models.Site(layer, head), got {site!r}")
-        if site.layer >= n_layers or site.head >= n_heads:
-            raise ValueError(f"{site} is outside the model ({n_layers} layers x {n_heads} heads)")
+        check_sites(site, n_layers, n_heads)
         if not (callable(edit) or isinstance(edit, torch.Tensor)):
             raise ValueError(f"the edit at {site} must be a function (attention, key_mask) -> attention or a tensor")
         by_layer.setdefault(site.layer, {})[site.head] = edit

@@ -123,9 +123,31 @@ def test_every_chapter_installs_from_the_configured_repository():
         nb = json.loads(path.read_text())
         code = [c for c in nb["cells"] if c["cell_type"] == "code"]
         first = "".join(code[0]["source"])
-        assert "%pip install" in first and f"git+{url}" in first, f"{path.name}: first cell must install from {url}"
+        installs = "%pip install" in first and (
+            f"git+{url}" in first or (f'REPOSITORY = "{url}"' in first and "git+{REPOSITORY}" in first)
+        )
+        assert installs, f"{path.name}: first cell must install from {url}"
         tags = [c.get("metadata", {}).get("tags", []) for c in code]
         assert any("parameters" in t for t in tags), f"{path.name}: no papermill 'parameters' cell"
+
+
+#: The widest code line a rendered chapter shows without clipping (house style).
+CODE_WIDTH = 88
+
+
+def test_chapter_code_lines_fit_the_page():
+    """No code line of a chapter is wider than the rendered page (88 characters)."""
+    chapters = sorted((ROOT / "chapters").glob("*.ipynb"))
+    assert chapters
+    wide = [
+        f"{path.name} cell {i}: {len(line)} characters: {line.strip()[:60]}"
+        for path in chapters
+        for i, cell in enumerate(json.loads(path.read_text())["cells"])
+        if cell["cell_type"] == "code"
+        for line in "".join(cell["source"]).splitlines()
+        if len(line) > CODE_WIDTH
+    ]
+    assert not wide, "code lines wider than {} characters:\n".format(CODE_WIDTH) + "\n".join(wide)
 
 
 def test_violins_by_bin_handles_groups_and_empty_bins():

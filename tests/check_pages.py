@@ -24,7 +24,11 @@ contents is checked without touching this script. For each page it fails on:
   visible ``.jupyter-widgets`` / ``.widget-*`` element, or a view tag on a page
   without embedded widget state.
 
-Console errors and uncaught page errors are printed, not failed on. A full-page
+* a code cell whose lines are wider than its box at a 1280-pixel-wide window (cut off
+  or scrolled for the reader);
+* any console error or uncaught page error (the browser's own favicon request aside).
+
+A full-page
 screenshot of each page is saved with ``--screenshots DIR``.
 
 The browser is Debian's ``/usr/bin/chromium`` driven by Python playwright
@@ -199,6 +203,13 @@ async () => {
 }
 """
 
+#: Code cells whose lines do not fit their box (the reader would see them cut off or scrolled).
+_CLIPPED_CODE_JS = r"""
+() => Array.from(document.querySelectorAll("div.cell div.cell_input div.highlight pre"))
+  .filter((pre) => pre.scrollWidth > pre.clientWidth + 1)
+  .map((pre) => pre.textContent.split("\n").reduce((a, b) => (b.length > a.length ? b : a), ""))
+"""
+
 _IMAGES_JS = r"""
 async () => {
   const imgs = Array.from(document.querySelectorAll("img"));
@@ -284,7 +295,15 @@ def _check_page(context, server: _Server, html_dir: Path, page: str, screenshot_
     pg.route("**/*", on_route)
     pg.on("response", on_response)
     pg.on("requestfailed", on_failed)
-    pg.on("console", lambda m: res.console_errors.append(m.text) if m.type == "error" else None)
+    def on_console(message):
+        if message.type != "error":
+            return
+        where = (message.location or {}).get("url", "")
+        if _is_local(where, server.origin) and urlsplit(where).path in IGNORED_LOCAL_404:
+            return  # the browser's own favicon request, not the page's
+        res.console_errors.append(message.text)
+
+    pg.on("console", on_console)
     pg.on("pageerror", lambda e: res.console_errors.append(f"uncaught: {e}"))
 
     try:
@@ -336,6 +355,10 @@ def _check_page(context, server: _Server, html_dir: Path, page: str, screenshot_
                 f"{has_math_markup} math element(s) but no mjx-container: MathJax did not typeset"
             )
 
+        # Code that does not fit the page's width.
+        for line in pg.evaluate(_CLIPPED_CODE_JS):
+            res.failures.append(f"code cell wider than the page ({len(line)} characters): {line.strip()[:70]!r}")
+
         # Figures.
         images = pg.evaluate(_IMAGES_JS)
         res.n_images = sum(1 for i in images if i["ok"] and i["content"])
@@ -355,6 +378,8 @@ def _check_page(context, server: _Server, html_dir: Path, page: str, screenshot_
     finally:
         pg.close()
 
+    for text in dict.fromkeys(res.console_errors):
+        res.failures.append(f"console error: {text}")
     for url in dict.fromkeys(res.external_requests):
         res.failures.append(f"request left localhost: {url}")
     for url, what in bad_local.items():

@@ -74,3 +74,35 @@ def test_a_patched_client_executes_a_notebook_with_a_widget_cell():
     NotebookClient(nb, timeout=120, kernel_name="python3").execute()
     assert nb.cells[1].outputs[0]["text"] == "45\n"
     assert "application/vnd.jupyter.widget-view+json" in nb.cells[0].outputs[0]["data"]
+
+
+# ------------------------------------------------------------ tools/dedupe_page_scripts.py
+def test_dedupe_page_scripts_keeps_the_first_of_scripts_equal_up_to_a_none_name():
+    """Sphinx 7.4 lists an inline script twice, once named None and once ''; one copy stays."""
+    from sphinx.builders.html._assets import _JavaScript
+
+    import dedupe_page_scripts
+
+    thebe = "const THEBE_JS_URL = 'x'"
+    scripts = [
+        _JavaScript("_static/a.js"),
+        _JavaScript(None, body=thebe),
+        _JavaScript("_static/b.js", **{"async": "async"}),
+        _JavaScript("", body=thebe),
+        _JavaScript("_static/a.js", priority=200),  # another priority is another script
+        _JavaScript("_static/a.js"),
+    ]
+    context = {"script_files": scripts}
+    dedupe_page_scripts.dedupe_scripts(None, "page", "page.html", context, None)
+    assert context["script_files"] is scripts  # edited in place: the template reads this list
+    assert [(s.filename, s.priority) for s in scripts] == [
+        ("_static/a.js", 500), (None, 500), ("_static/b.js", 500), ("_static/a.js", 200)
+    ]
+    dedupe_page_scripts.dedupe_scripts(None, "page", "page.html", {}, None)  # no scripts: no error
+
+
+def test_the_book_build_loads_the_script_deduplication():
+    import yaml
+
+    config = yaml.safe_load((Path(__file__).resolve().parents[1] / "_config.yml").read_text())
+    assert config["sphinx"]["local_extensions"]["dedupe_page_scripts"] == "tools/"

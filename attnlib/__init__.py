@@ -13,7 +13,8 @@ imports a private (underscored) name of another (``tests/test_layout.py`` checks
     experiments/     what the chapters run: importance, counterfactual, erasure,
                      baselines, adversarial_training, diagnostic; Part IV's identifiability,
                      token_identity, head_perturbation, head_importance, adversarial_keys,
-                     deception, flow
+                     deception, flow (rollout and attention flow), faithfulness (ERASER's
+                     comprehensiveness and sufficiency, rationale recovery)
     presentation/    viz, widgets, exercises: figures and checkers (not in the cache key)
 
 Why folders: a second model family (transformers) and four more experiment modules come
@@ -68,6 +69,7 @@ _SUBMODULES = {
     "head_perturbation": "experiments.head_perturbation",
     "head_importance": "experiments.head_importance",
     "flow": "experiments.flow",
+    "faithfulness": "experiments.faithfulness",
     "viz": "presentation.viz",
     "widgets": "presentation.widgets",
     "exercises": "presentation.exercises",

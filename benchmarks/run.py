@@ -7,7 +7,9 @@
 * ``kendall``  -- attnlib.metrics.kendall_tau batched vs a per-instance scipy.stats.kendalltau
   loop on 10,000 instances of length 30 (target: >= 10x), as a ratio measured in this run.
 * every ``BENCHMARKS`` entry of a ``benchmarks/bench_*.py`` module (batched-vs-loop ratios of
-  the experiments: leave-one-out, permutation, adversarial search, ...).
+  the experiments: leave-one-out, permutation, adversarial search, ``flow`` (SciPy vs networkx
+  max-flow, target >= 100x), ``faithfulness`` and ``faithfulness-transformer`` (ERASER's
+  metrics batched vs a per-instance loop, target >= 10x), ...).
 * ``chapters`` -- the chapters executed in order with papermill in the ``book`` profile,
   starting from an empty model cache that they share (as in CI's first build): wall time and
   the kernel's peak RSS (budget: <= 3 min and <= 1.8 GB process-tree RSS each, <= 20 min for the whole book).

@@ -1,6 +1,7 @@
-"""attnlib.flow: attention rollout (Abnar & Zuidema 2020), against a NumPy oracle and on the book's transformer."""
+"""attnlib.flow: attention rollout and flow (Abnar & Zuidema 2020), against NumPy and networkx oracles and on the book's transformer."""
 import dataclasses
 
+import networkx as nx
 import numpy as np
 import pytest
 import torch
@@ -9,7 +10,7 @@ from hypothesis import strategies as st
 
 import attnlib
 from attnlib import data
-from attnlib.flow import RESIDUAL, rollout, rollout_cls
+from attnlib.flow import FLOW_SCALE, RESIDUAL, flow, flow_cls, rollout, rollout_cls
 from attnlib.models import Trace, TransformerClassifier, TransformerConfig
 
 CONFIG = TransformerConfig(layers=2, heads=2, head_dim=4, embed_dim=6, dropout=0.0)
@@ -184,3 +185,105 @@ def test_validation_errors():
     trace = _model().trace(_batch())
     with pytest.raises(ValueError, match="residual"):
         rollout_cls(trace, residual=1)
+
+
+# ----------------------------------------------------------------------------- attention flow
+
+
+def flow_oracle(attentions, lengths, residual, normalise=True):
+    """networkx oracle: A^ per layer in NumPy, an explicit layer graph with float capacities, one max-flow per token.
+
+    Nodes (l, p) for l = 0 .. L; edge (l + 1, q) -> (l, k) with capacity A^_l[q, k]; the flow
+    of token k is the max-flow value from (L, 0) to (0, k).
+    """
+    att = attentions.double().numpy()
+    B, L, _, T, _ = att.shape
+    out = np.zeros((B, T))
+    for b in range(B):
+        n = int(lengths[b])
+        graph = nx.DiGraph()
+        graph.add_nodes_from((layer, p) for layer in range(L + 1) for p in range(n))
+        for layer in range(L):
+            A = residual * np.eye(n) + (1 - residual) * att[b, layer, :, :n, :n].mean(0)
+            A = A / A.sum(1, keepdims=True)
+            graph.add_edges_from(((layer + 1, q), (layer, k), {"capacity": A[q, k]}) for q in range(n) for k in range(n))
+        values = np.array([1.0 if n == 1 else nx.maximum_flow_value(graph, (L, 0), (0, k)) for k in range(n)])
+        out[b, :n] = values / values.sum() if normalise else values
+    return out
+
+
+def test_flow_matches_networkx():
+    lengths = [6, 1, 9, 3]
+    att, mask = random_attentions(lengths, layers=3, heads=2, seed=4)
+    raw = flow(att, mask, normalise=False)
+    assert raw.shape == (4, 9) and raw.dtype == torch.float64
+    np.testing.assert_allclose(raw.numpy(), flow_oracle(att, lengths, RESIDUAL, normalise=False), atol=1e-6)
+    np.testing.assert_allclose(flow(att, mask).numpy(), flow_oracle(att, lengths, RESIDUAL), atol=1e-6)
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    lengths=st.lists(st.integers(1, 6), min_size=1, max_size=3),
+    layers=st.integers(1, 3),
+    heads=st.integers(1, 2),
+    extra=st.integers(0, 2),
+    residual=st.floats(0.0, 0.95),
+    seed=st.integers(0, 2**16),
+)
+def test_flow_properties(lengths, layers, heads, extra, residual, seed):
+    """networkx agreement to 1e-6, raw flows in [0, 1], distributions over the real positions, 0 on padding."""
+    att, mask = random_attentions(lengths, layers, heads, seed, T=max(lengths) + extra)
+    raw = flow(att, mask, residual=residual, normalise=False)
+    np.testing.assert_allclose(raw.numpy(), flow_oracle(att, lengths, residual, normalise=False), atol=1e-6)
+    assert bool((raw >= 0).all()) and bool((raw <= 1 + 1e-9).all())
+    out = flow(att, mask, residual=residual)
+    assert bool((out >= 0).all()) and bool((out <= 1 + 1e-12).all())
+    np.testing.assert_allclose(out.sum(-1).numpy(), np.ones(len(lengths)), atol=1e-12)
+    assert float(out.masked_select(~mask).abs().sum()) == 0
+
+
+def test_one_layer_flow_is_the_cls_row():
+    """With one layer every path is one edge: the flow to k is A^_0[0, k] (rollout's [CLS] row)."""
+    att, mask = random_attentions([5, 3], layers=1, heads=2, seed=5)
+    torch.testing.assert_close(flow(att, mask, normalise=False), rollout(att, mask)[:, 0, 0], atol=1e-8, rtol=0)
+
+
+def test_flow_of_a_trace_matches_networkx_and_is_padding_invariant():
+    model, batch = _model(layers=3), _batch()
+    trace = model.trace(batch)
+    out = flow_cls(trace)
+    assert out.shape == (3, 9) and out.dtype == trace.attentions.dtype
+    lengths = batch.lengths.numpy()
+    np.testing.assert_allclose(out.double().numpy(), flow_oracle(trace.attentions, lengths, RESIDUAL), atol=1e-6)
+    for row in range(3):  # each sentence alone (no padding) gives the same flow as in the padded batch
+        n = int(batch.lengths[row])
+        alone = model.trace(batch.tokens[row : row + 1, :n])
+        torch.testing.assert_close(flow_cls(alone)[0], out[row, :n], atol=1e-5, rtol=0)
+        assert float(out[row, n:].abs().sum()) == 0
+    assert attnlib.flow.flow is flow  # the short name
+
+
+def test_flow_validation_errors():
+    att, mask = random_attentions([4, 2], layers=2, heads=2, seed=0)
+    with pytest.raises(ValueError, match="float tensor"):
+        flow(att.numpy(), mask)
+    with pytest.raises(ValueError, match="shape \\(B, layers, heads, T, T\\)"):
+        flow(att[:, 0], mask)
+    with pytest.raises(ValueError, match="key_mask must have shape"):
+        flow(att, mask[:, :3])
+    with pytest.raises(ValueError, match="sum to 1 over the real keys"):
+        flow(att * 2, mask)
+    shifted = torch.nn.functional.pad(att, (1, 0, 1, 0))  # a padding position in front of every sentence
+    with pytest.raises(ValueError, match="position 0"):
+        flow(shifted, torch.nn.functional.pad(mask, (1, 0)))
+    for bad in (1.0, -0.1, "0.5"):
+        with pytest.raises(ValueError, match="residual"):
+            flow(att, mask, residual=bad)
+    for bad in (0, 0.5, 2**31, float("inf"), True, "1e6"):
+        with pytest.raises(ValueError, match="scale"):
+            flow(att, mask, scale=bad)
+    with pytest.raises(ValueError, match="normalise"):
+        flow(att, mask, normalise="yes")
+    with pytest.raises(ValueError, match="Trace"):
+        flow_cls(att)
+    assert FLOW_SCALE == 2**30

@@ -19,9 +19,9 @@ embeddings e_t, hidden states h_t and output y-hat:
   measure (and between the two measures), mean +- sd and the fraction of
   instances with p <= 0.05, grouped by predicted class. :func:`instance_agreement`
   gives the per-instance values behind it (J&W's Fig. 2 histograms).
-* :func:`rationale_recovery` -- on the synthetic task, how well each measure ranks
-  the known rationale tokens first (precision@k, average precision, ROC-AUC) against
-  the expected scores of a random ranking.
+* ``rationale_recovery`` -- on the synthetic task, how well each measure ranks the
+  known rationale tokens first: now :func:`attnlib.experiments.faithfulness.rationale_recovery`
+  (a plausibility metric, beside ERASER's faithfulness metrics), still importable from here.
 
 Two model families: J&W's :class:`~attnlib.models.AttentionClassifier` and the book's
 :class:`~attnlib.models.TransformerClassifier`. Both measures run the same code on both:
@@ -56,6 +56,7 @@ from ..models import AttentionClassifier, Encoded, TransformerClassifier, eval_m
 
 __all__ = [
     "LOO_MODES",
+    "MEASURES",
     "gradient_importance",
     "leave_one_out",
     "ImportanceResult",
@@ -585,6 +586,10 @@ class ImportanceResult(InstanceResult):
         counts = np.bincount(self.predicted, minlength=self.probs.shape[1]).tolist() if len(self) else []
         return f"ImportanceResult(n={len(self)}, predicted class counts={counts}, settings={self.settings})"
 
+    def check(self) -> "ImportanceResult":
+        """This result, if its fields agree (one entry per instance, as many scores as tokens); else a ValueError."""
+        return _check_result(self)
+
     def padded(self, measure: str) -> np.ndarray:
         """One measure (``"attention"``, ``"gradient"`` or ``"loo"``) as an (N, T_max) array, 0-padded."""
         if measure not in _MEASURES:
@@ -592,7 +597,9 @@ class ImportanceResult(InstanceResult):
         return _pad(getattr(self, measure), self.lengths)
 
 
-_MEASURES = ("attention", "gradient", "loo")
+#: The measures of an :class:`ImportanceResult`, in its field order.
+MEASURES = ("attention", "gradient", "loo")
+_MEASURES = MEASURES
 
 
 def _pad(arrays, lengths: np.ndarray, fill: float = 0.0, dtype=np.float64) -> np.ndarray:
@@ -781,118 +788,14 @@ def agreement(result: ImportanceResult) -> pd.DataFrame:
 # ----------------------------------------------------------------------------- rationales
 
 
-def _ranking_scores(scores: np.ndarray, truth: np.ndarray, valid: np.ndarray, k: np.ndarray, chunk: int = 2_000_000):
-    """Per-row expected precision@k, average precision and ROC-AUC of ``scores`` against ``truth``.
+def __getattr__(name: str):
+    """``rationale_recovery`` lives in :mod:`attnlib.experiments.faithfulness` now; this name keeps working.
 
-    Ties: precision@k is its expectation under random tie-breaking; AP follows sklearn's
-    ``average_precision_score`` (a tied group enters at once); AUC counts ties as 1/2.
+    Imported on first use, because faithfulness builds on this module (a module-level import
+    here would be circular).
     """
-    N, T = scores.shape
-    prec, ap, auc = (np.full(N, np.nan) for _ in range(3))
-    rows = max(1, chunk // max(1, T * T))
-    for s in range(0, N, rows):
-        sl = slice(s, s + rows)
-        x, y, v, kk = scores[sl], truth[sl] & valid[sl], valid[sl], k[sl]
-        # pair[b, i, j] compares token i with token j of row b (both valid)
-        both = v[:, :, None] & v[:, None, :]
-        gt = (x[:, None, :] > x[:, :, None]) & both  # j scores above i
-        eq = (x[:, None, :] == x[:, :, None]) & both  # j ties with i (i itself included)
-        above = gt.sum(2)
-        tied = np.maximum(eq.sum(2), 1)
-        # token i takes a rank uniform in above+1 .. above+tied: P(rank <= k)
-        in_top = np.clip((kk[:, None] - above) / tied, 0.0, 1.0)
-        n_true = y.sum(1)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            prec[sl] = np.where(n_true > 0, (in_top * y).sum(1) / kk, np.nan)
-            # precision at the threshold s_i: true tokens scoring >= s_i over all tokens scoring >= s_i
-            ge = gt | eq
-            at_least = ge.sum(2)
-            true_at_least = (ge & y[:, None, :]).sum(2)
-            ap[sl] = np.where(n_true > 0, ((true_at_least / np.maximum(at_least, 1)) * y).sum(1) / n_true, np.nan)
-            # AUC: over (true i, false j) pairs, 1 if s_i > s_j, 1/2 if tied
-            neg = v & ~y
-            wins = ((x[:, :, None] > x[:, None, :]) + 0.5 * (x[:, :, None] == x[:, None, :])) * (y[:, :, None] & neg[:, None, :])
-            n_pairs = n_true * neg.sum(1)
-            auc[sl] = np.where(n_pairs > 0, wins.sum((1, 2)) / np.maximum(n_pairs, 1), np.nan)
-    return prec, ap, auc
+    if name == "rationale_recovery":
+        from .faithfulness import rationale_recovery
 
-
-def _random_ap(n: np.ndarray, r: np.ndarray) -> np.ndarray:
-    """E[AP] of a uniformly random ranking of n tokens, r of them true: (H_n + (r-1)/(n-1) (n - H_n)) / n."""
-    harmonic = np.array([np.sum(1.0 / np.arange(1, m + 1)) for m in range(int(n.max()) + 1)])[n]
-    frac = np.where(n > 1, (r - 1) / np.maximum(n - 1, 1), 0.0)
-    return (harmonic + frac * (n - harmonic)) / n
-
-
-def rationale_recovery(result: ImportanceResult, rationales, k: int | None = None) -> pd.DataFrame:
-    """How well attention, gradients and leave-one-out rank the known rationale tokens first.
-
-    For the synthetic task (``split.rationales``: True on the marker words the label is
-    computed from), per instance with at least one true token, and per measure:
-
-    * ``precision@k``: the fraction of the top-k tokens that are true, with k = the
-      number of true tokens of the instance (R-precision) when ``k`` is None, else
-      min(k, n_tokens); ties are broken at random (its expectation is reported);
-    * ``average precision``: mean over the true tokens t of the precision among tokens
-      scoring >= score_t (as ``sklearn.metrics.average_precision_score``);
-    * ``AUC``: P(a random true token outscores a random other token), ties 1/2 (needs
-      both kinds of token in the instance).
-
-    Columns hold the means over instances, and ``n`` the instances scored. A last row,
-    ``random``, gives the expected values of a uniformly random ranking: R/n for
-    precision@k, (H_n + (R - 1)/(n - 1)(n - H_n))/n for AP (H_n the harmonic number),
-    1/2 for AUC. Computed batched over padded arrays (pairwise comparisons, chunked).
-
-    Args:
-        result: an :class:`ImportanceResult` of a split with rationales.
-        rationales: the split's rationales (a :class:`~attnlib.data.Split`, or its
-            ``rationales`` list, indexed by ``result.indices``).
-        k: fixed cut-off, or None for k = number of true tokens per instance.
-    """
-    result = _check_result(result)
-    if isinstance(rationales, Split):
-        if rationales.rationales is None:
-            raise ValueError(f"split {rationales.name!r} has no rationales (only the synthetic data set has them)")
-        rationales = rationales.rationales
-    if rationales is None or isinstance(rationales, (str, bytes)) or not hasattr(rationales, "__getitem__"):
-        raise ValueError("rationales must be the split's list of boolean arrays (split.rationales) or the Split")
-    if k is not None:
-        k = check_positive_int(k, "k")
-    indices = np.asarray(result.indices, dtype=np.int64)
-    if len(rationales) <= int(indices.max()):
-        raise ValueError(
-            f"rationales has {len(rationales)} entries but the result refers to split position {int(indices.max())}: "
-            f"pass the rationales of the split the result was computed on"
-        )
-    truth_list = [np.asarray(rationales[i], dtype=bool).reshape(-1) for i in indices.tolist()]
-    lengths = result.lengths
-    if (np.fromiter(map(len, truth_list), dtype=np.int64, count=len(truth_list)) != lengths).any():
-        raise ValueError("each rationale must have one entry per token of its instance (is it the right split?)")
-
-    truth = _pad(truth_list, lengths, fill=False, dtype=bool)
-    valid = np.arange(truth.shape[1])[None, :] < lengths[:, None]
-    n_true = truth.sum(1)
-    keep = n_true > 0
-    if not keep.any():
-        raise ValueError("no instance has a true rationale token")
-    kk = (n_true if k is None else np.minimum(k, lengths)).astype(np.float64)
-    rows = {}
-    for measure in _MEASURES:
-        prec, ap, auc = _ranking_scores(result.padded(measure)[keep], truth[keep], valid[keep], kk[keep])
-        rows[measure] = {
-            "precision@k": float(np.nanmean(prec)),
-            "average precision": float(np.nanmean(ap)),
-            "AUC": float(np.nanmean(auc)) if np.isfinite(auc).any() else np.nan,
-            "n": int(keep.sum()),
-        }
-    n_k, r_k = lengths[keep], n_true[keep]
-    has_auc = r_k < n_k
-    rows["random"] = {
-        "precision@k": float(np.mean(r_k / n_k)),
-        "average precision": float(np.mean(_random_ap(n_k, r_k))),
-        "AUC": 0.5 if has_auc.any() else np.nan,
-        "n": int(keep.sum()),
-    }
-    frame = pd.DataFrame.from_dict(rows, orient="index")
-    frame.index.name = "measure"
-    return frame
+        return rationale_recovery
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -321,3 +321,52 @@ def test_attention_positions_on_ragged_attention():
         attention_positions([])
     with pytest.raises(ValueError, match="instance 1 has none"):
         attention_positions([np.array([1.0]), np.array([])])
+
+
+# ------------------------------------------------------------------ Spearman's rho
+from attnlib.metrics import spearman  # noqa: E402
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(2, 12).flatmap(
+        lambda n: st.tuples(
+            st.lists(st.integers(-3, 3), min_size=n, max_size=n),
+            st.lists(st.floats(-5, 5, allow_nan=False), min_size=n, max_size=n),
+        )
+    )
+)
+def test_spearman_matches_scipy_with_ties(xy):
+    x, y = (np.asarray(v, dtype=float) for v in xy)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", scipy.stats.ConstantInputWarning)
+        expected = scipy.stats.spearmanr(x, y).statistic
+    got = spearman(x[None], y[None])[0]
+    if np.isnan(expected):
+        assert np.isnan(got)
+    else:
+        assert got == pytest.approx(expected, abs=1e-12)
+
+
+def test_spearman_masked_rows_equal_each_row_alone_and_keep_tensors():
+    rng = np.random.default_rng(3)
+    lengths = np.array([2, 7, 5, 9])
+    x, y = rng.normal(size=(4, 9)), rng.normal(size=(4, 9))
+    x[1, :3] = 1.0  # ties
+    x[lengths[:, None] <= np.arange(9)] = np.nan  # padding may hold anything, even NaN
+    rho = spearman(x, y, lengths=lengths)
+    for i, n in enumerate(lengths):
+        assert rho[i] == pytest.approx(scipy.stats.spearmanr(x[i, :n], y[i, :n]).statistic, abs=1e-12)
+    out = spearman(torch.as_tensor(np.nan_to_num(x)), torch.as_tensor(y), lengths=torch.as_tensor(lengths))
+    assert isinstance(out, torch.Tensor) and np.allclose(out.numpy(), rho)
+    const = spearman(np.ones((1, 4)), np.arange(4.0)[None])
+    assert np.isnan(const[0])
+
+
+def test_spearman_rejects_bad_input():
+    with pytest.raises(ValueError, match="at least 2"):
+        spearman(np.ones((2, 3)), np.ones((2, 3)), lengths=[1, 3])
+    with pytest.raises(ValueError, match="finite"):
+        spearman(np.array([[1.0, np.inf]]), np.array([[1.0, 2.0]]))
+    with pytest.raises(ValueError):
+        spearman(np.ones((2, 3)), np.ones((2, 4)))

@@ -1,12 +1,14 @@
 # The two commands (README.md):   make book   and   make test
 # Both create .venv and install everything they need on a fresh machine.
+# For instructors (README.md): make student (the chapters without solutions, in _build/student)
+# and make grade SUBMISSIONS=folder GRADES=grades.csv (run the exercises' checkers on submissions).
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 PIP_INSTALL := $(BIN)/python -m pip install --disable-pip-version-check -q -c requirements/constraints.txt
 
-.PHONY: install book vendor test unit nbval papermill check-pages bench clean
+.PHONY: install book vendor test unit nbval papermill check-pages bench student grade clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -87,6 +89,20 @@ papermill: install
 # Benchmarks: chapter wall time and peak memory, and the batched-vs-loop ratios.
 bench: install
 	$(BIN)/python benchmarks/run.py
+
+# The student edition: every chapter without its solution cells (tag `solution`), outputs
+# cleared, into _build/student (tools/student_edition.py).
+student: install
+	$(BIN)/python tools/student_edition.py chapters --out _build/student
+
+# Grade a folder of submissions, SUBMISSIONS/<student>/<chapter>.ipynb, into the CSV GRADES
+# (student, chapter, exercise, passed, message). Runs each notebook's opening cells and its
+# Exercises section in a fresh kernel; GRADE_TIMEOUT seconds per notebook's Exercises section.
+SUBMISSIONS ?= submissions
+GRADES ?= grades.csv
+GRADE_TIMEOUT ?= 60
+grade: install
+	$(BIN)/python tools/grade.py $(SUBMISSIONS) --out $(GRADES) --timeout $(GRADE_TIMEOUT)
 
 clean:
 	rm -rf _build

@@ -5,9 +5,16 @@ Each ``check_*`` function takes the student's function, runs it on seeded cases
 reference implementation, and returns a :class:`CheckResult`: truthy when every case
 passes, and shown as a one-line verdict when it is a cell's last expression. It never
 raises for a wrong answer, so a notebook keeps running.
+
+Grading (``tools/grade.py``): when the environment variable ``ATTNLIB_GRADE_LOG`` names a
+file, every checker also appends its verdict there as one JSON line,
+``{"checker": "check_tvd", "passed": true, "message": "tvd: correct on all 7 cases."}``.
 """
 from __future__ import annotations
 
+import functools
+import json
+import os
 from collections.abc import Callable
 
 import numpy as np
@@ -622,3 +629,31 @@ def check_impermissible_penalty(fn: Callable) -> CheckResult:
     cases = [(a, m, lam) for (a, m), lam in zip(_mask_cases(32), (0.1, 1.0, 0.0, 1.0))]
     return _report("impermissible penalty", fn, cases, lambda a, m, lam: impermissible_penalty(a, m, lam),
                    atol=1e-6, to_numpy=lambda x: np.asarray(x, dtype=float))
+
+
+# ----------------------------------------------------------------------------- the grade log
+
+#: Environment variable naming the file that every checker appends its verdict to (tools/grade.py).
+GRADE_LOG_ENV = "ATTNLIB_GRADE_LOG"
+
+
+def _logs_verdict(checker: Callable[[Callable], CheckResult]) -> Callable[[Callable], CheckResult]:
+    """``checker``, which also appends its verdict to ``$ATTNLIB_GRADE_LOG`` when that is set."""
+
+    @functools.wraps(checker)
+    def run(fn: Callable) -> CheckResult:
+        result = checker(fn)
+        path = os.environ.get(GRADE_LOG_ENV)
+        if path:
+            line = {"checker": checker.__name__, "passed": bool(result), "message": result.message}
+            with open(path, "a", encoding="utf-8") as log:
+                log.write(json.dumps(line) + "\n")
+        return result
+
+    return run
+
+
+for _name in __all__:
+    if _name.startswith("check_"):
+        globals()[_name] = _logs_verdict(globals()[_name])
+del _name

@@ -1,0 +1,322 @@
+"""The student edition (tools/student_edition.py) and the grader (tools/grade.py).
+
+The student edition hands out no solution, and still runs; the grader passes the reference
+solutions of every chapter, fails exactly the exercises of an unsolved notebook, and survives
+a notebook that raises, one that hangs and a file that is not a notebook. The kernel tests run
+all 13 chapters' exercises in two kernels (solved, unsolved), then the grader end to end on a
+few notebooks of Chapter 2.
+"""
+import ast
+import csv
+import re
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+import grade  # noqa: E402
+import student_edition  # noqa: E402
+
+CHAPTERS = sorted((ROOT / "chapters").glob("[0-9]*.ipynb"))
+CH02 = ROOT / "chapters" / "02_measures.ipynb"
+
+
+def _tags(cell):
+    return cell.get("metadata", {}).get("tags", [])
+
+
+def _read(path):
+    return nbformat.read(path, as_version=4)
+
+
+def _solution_sources(nb):
+    return [c.source for c in nb.cells if c.cell_type == "code" and "solution" in _tags(c)]
+
+
+def solved(path):
+    """The student edition of a chapter with the reference solutions pasted over the starters."""
+    nb = _read(path)
+    student = student_edition.student_notebook(nb)
+    starters = [c for c in student.cells if "exercise" in _tags(c)]
+    solutions = _solution_sources(nb)
+    assert len(starters) == len(solutions)
+    for cell, source in zip(starters, solutions):
+        cell.source = source
+    return student
+
+
+def unsolved(path):
+    return student_edition.student_notebook(_read(path))
+
+
+def _cell_index(nb, tag, word):
+    return next(i for i, c in enumerate(nb.cells) if tag in _tags(c) and word in c.source)
+
+
+# ----------------------------------------------------------------------------- the chapters' structure
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_each_exercise_has_a_starter_a_solution_and_a_check(path):
+    nb = _read(path)
+    exercises = grade.exercises_of(nb)
+    assert exercises, "a chapter without exercises"
+    tagged = {t: sum(t in _tags(c) and c.cell_type == "code" for c in nb.cells)
+              for t in ("exercise", "solution", "exercise-check")}
+    assert tagged == dict.fromkeys(tagged, len(exercises))
+    assert len({e.checker for e in exercises}) == len(exercises)  # a verdict names its exercise
+    assert len({e.label for e in exercises}) == len(exercises)
+
+
+def test_checkers_are_unique_across_the_book():
+    checkers = [e.checker for path in CHAPTERS for e in grade.exercises_of(_read(path))]
+    assert len(checkers) == len(set(checkers)) == 27
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_no_cell_but_the_check_uses_a_solved_function(path):
+    """The book runs the reference solution; the student edition must run without it.
+
+    From the first exercise on there are only starters, solutions and checks (and markdown),
+    and no cell outside them names a function that a solution defines: the unsolved student
+    edition runs to the end, its starters raising only inside the checkers.
+    """
+    nb = _read(path)
+    solved_names = {node.name for source in _solution_sources(nb)  # the solutions' top-level functions
+                    for node in ast.parse(source).body if isinstance(node, ast.FunctionDef)}
+    assert solved_names
+    first = next(i for i, c in enumerate(nb.cells) if grade.is_exercise_start(c))
+    for cell in nb.cells[first:]:
+        if cell.cell_type == "code":
+            assert {"exercise", "solution", "exercise-check"} & set(_tags(cell)), cell.source
+    pattern = re.compile(r"\b(" + "|".join(map(re.escape, solved_names)) + r")\b")
+    for cell in nb.cells:
+        if cell.cell_type == "code" and not {"exercise", "solution", "exercise-check"} & set(_tags(cell)):
+            assert not pattern.search(cell.source), cell.source
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_the_grader_runs_the_opening_cells_and_the_exercises_only(path):
+    student = unsolved(path)
+    setup = grade.setup_cells(student)
+    assert student.cells[setup[0]].source.startswith("# Colab")
+    assert any("parameters" in _tags(student.cells[i]) for i in setup)
+    assert "import attnlib" in student.cells[setup[-1]].source and len(setup) == 3
+    ran = [student.cells[i] for i in grade.exercise_cells(student)]
+    assert all({"exercise", "exercise-check"} & set(_tags(c)) for c in ran)
+    assert len(ran) == 2 * len(grade.exercises_of(student))
+    assert grade.exercises_of(student) == grade.exercises_of(_read(path))
+
+
+# ----------------------------------------------------------------------------- the student edition
+
+
+def test_the_student_edition_has_no_solution_and_no_output(tmp_path):
+    assert student_edition.main([str(ROOT / "chapters"), "--out", str(tmp_path)]) == 0
+    written = sorted(tmp_path.glob("*.ipynb"))
+    assert [p.name for p in written] == [p.name for p in CHAPTERS]
+    for path, original in zip(written, CHAPTERS):
+        nb, book = _read(path), _read(original)
+        nbformat.validate(nb)
+        assert not any("solution" in _tags(c) for c in nb.cells)
+        text = path.read_text(encoding="utf-8")
+        for source in _solution_sources(book):  # not a line of a reference solution survives
+            for line in source.splitlines():
+                if line.strip() and not any(line in c.source for c in book.cells if "solution" not in _tags(c)):
+                    assert line not in "\n".join(c.source for c in nb.cells), (path.name, line)
+        assert "solution-start" not in text and "solution-end" not in text
+        code = [c for c in nb.cells if c.cell_type == "code"]
+        assert all(c.outputs == [] and c.execution_count is None for c in code)
+        assert "widgets" not in nb.metadata
+        # everything else is kept, in order, with the note right after the title
+        assert student_edition.NOTE_TAG in _tags(nb.cells[1]) and "Student edition" in nb.cells[1].source
+        kept = [c.source for c in book.cells if "solution" not in _tags(c)]
+        assert [c.source for c in nb.cells if student_edition.NOTE_TAG not in _tags(c)] == kept
+        assert sum("exercise" in _tags(c) for c in nb.cells) == sum("exercise" in _tags(c) for c in book.cells)
+        assert sum("exercise-check" in _tags(c) for c in nb.cells) == len(grade.exercises_of(book))
+    # a second pass over a student edition changes nothing (one note, no solutions to remove)
+    again = student_edition.student_notebook(_read(written[1]))
+    assert [c.source for c in again.cells] == [c.source for c in _read(written[1]).cells]
+
+
+def test_the_committed_chapters_keep_their_solutions():
+    for path in CHAPTERS:
+        assert _solution_sources(_read(path))
+
+
+# ----------------------------------------------------------------------------- grading, in kernels
+
+
+def _all_chapters_in_one_notebook(make):
+    """Every chapter's graded cells (opening cells, then its Exercises section) in one notebook."""
+    combined = nbformat.v4.new_notebook()
+    for path in CHAPTERS:
+        nb = make(path)
+        combined.cells += [nb.cells[i] for i in grade.setup_cells(nb) + grade.exercise_cells(nb)]
+    return combined
+
+
+def test_reference_solutions_pass_every_exercise_of_every_chapter():
+    combined = _all_chapters_in_one_notebook(solved)
+    start = time.perf_counter()
+    run = grade.run_cells(combined, [], list(range(len(combined.cells))), timeout=600)
+    print(f"13 solved chapters in one kernel: {time.perf_counter() - start:.1f} s")
+    assert run.stopped is None
+    # Chapter 7's solution ends with a demonstration on the chapter's own results (`both`),
+    # which the grader does not compute: that line raises, after the function is defined.
+    (where, error), = run.errors.items()
+    assert "round(my_beyond_floor(both." in combined.cells[where].source
+    assert error == "NameError: name 'both' is not defined"
+    expected = {e.checker for path in CHAPTERS for e in grade.exercises_of(_read(path))}
+    assert set(run.verdicts) == expected
+    assert all(passed for passed, _ in run.verdicts.values()), run.verdicts
+    assert all("correct on" in message for _, message in run.verdicts.values())
+
+
+def test_the_unsolved_student_edition_runs_and_fails_every_exercise_of_every_chapter():
+    combined = _all_chapters_in_one_notebook(unsolved)
+    run = grade.run_cells(combined, [], list(range(len(combined.cells))), timeout=600)
+    assert run.stopped is None and run.errors == {}  # the starters raise only inside the checkers
+    expected = {e.checker for path in CHAPTERS for e in grade.exercises_of(_read(path))}
+    assert set(run.verdicts) == expected
+    for passed, message in run.verdicts.values():
+        assert not passed and "not implemented yet" in message
+
+
+def _write(nb, path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, path)
+
+
+def broken_ch02():
+    """Chapter 2 solved, but the JSD answer does not parse and the τ answer ignores ties (τ_a)."""
+    nb = solved(CH02)
+    nb.cells[_cell_index(nb, "exercise", "def my_jsd")].source = (
+        "def my_jsd(p, q):\n    m = (p + q) / 2\n    return 0.5 * (kl(p, m) + kl(q, m)\n")
+    nb.cells[_cell_index(nb, "exercise", "def my_kendall_tau")].source = (
+        "def my_kendall_tau(x, y):\n"
+        "    i, j = np.triu_indices(len(x), 1)\n"
+        "    s = np.sign(x[i] - x[j]) * np.sign(y[i] - y[j])\n"
+        "    return s.sum() / len(s)\n")
+    return nb
+
+
+def _read_csv(path):
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert rows and list(rows[0]) == grade.COLUMNS
+    return rows
+
+
+@pytest.fixture(scope="module")
+def class_folder(tmp_path_factory):
+    """A class's submissions: solved, unsolved, broken, not a notebook, an unknown name; graded."""
+    folder = tmp_path_factory.mktemp("submissions")
+    _write(solved(CH02), folder / "alice" / CH02.name)
+    _write(unsolved(CH02), folder / "bob" / "02.ipynb")  # named by the chapter's number
+    _write(broken_ch02(), folder / "carol" / CH02.name)
+    (folder / "carol" / "03_feature_importance.ipynb").write_text('{"cells": [ oops', encoding="utf-8")
+    (folder / "carol" / "notes.ipynb").write_text("{}", encoding="utf-8")
+    (folder / "carol" / "notes.txt").write_text("not graded", encoding="utf-8")
+    out = folder.parent / "grades.csv"
+    start = time.perf_counter()
+    assert grade.main([str(folder), "--out", str(out), "--jobs", "2"]) == 0
+    print(f"graded 3 kernels' worth of submissions in {time.perf_counter() - start:.1f} s")
+    return _read_csv(out)
+
+
+def _rows(rows, student, chapter):
+    return {r["exercise"]: (r["passed"], r["message"]) for r in rows
+            if r["student"] == student and r["chapter"] == chapter}
+
+
+def test_the_grader_writes_a_row_per_student_chapter_and_exercise(class_folder):
+    keys = [(r["student"], r["chapter"], r["exercise"]) for r in class_folder]
+    assert keys == [
+        ("alice", "02_measures", "ex-tvd"), ("alice", "02_measures", "ex-jsd"), ("alice", "02_measures", "ex-tau"),
+        ("bob", "02_measures", "ex-tvd"), ("bob", "02_measures", "ex-jsd"), ("bob", "02_measures", "ex-tau"),
+        ("carol", "02_measures", "ex-tvd"), ("carol", "02_measures", "ex-jsd"), ("carol", "02_measures", "ex-tau"),
+        ("carol", "03_feature_importance", "ex-loo"), ("carol", "03_feature_importance", "ex-grad"),
+        ("carol", "notes", "-"),
+    ]
+
+
+def test_a_solved_notebook_passes_and_an_unsolved_one_fails_exactly_the_exercises(class_folder):
+    assert _rows(class_folder, "alice", "02_measures") == {
+        "ex-tvd": ("True", "tvd: correct on all 7 cases."),
+        "ex-jsd": ("True", "jsd: correct on all 7 cases."),
+        "ex-tau": ("True", "kendall_tau: correct on all 9 cases."),
+    }
+    bob = _rows(class_folder, "bob", "02_measures")
+    assert set(bob) == {"ex-tvd", "ex-jsd", "ex-tau"}
+    for exercise, (passed, message) in bob.items():
+        assert passed == "False"
+        assert message.endswith("not implemented yet (the starter still raises NotImplementedError).")
+        assert "raised" not in message.replace("still raises", "")  # nothing else went wrong
+
+
+def test_a_notebook_that_raises_is_graded_exercise_by_exercise(class_folder):
+    carol = _rows(class_folder, "carol", "02_measures")
+    assert carol["ex-tvd"] == ("True", "tvd: correct on all 7 cases.")
+    passed, message = carol["ex-jsd"]
+    assert passed == "False" and "`def my_jsd(p, q):` raised SyntaxError" in message
+    assert "NameError: name 'my_jsd' is not defined" in message  # its check cell then raised
+    passed, message = carol["ex-tau"]
+    assert passed == "False" and re.match(r"kendall_tau: case \d+ is off", message)
+
+
+def test_a_file_that_is_not_a_notebook_is_reported_per_exercise(class_folder):
+    carol = _rows(class_folder, "carol", "03_feature_importance")
+    assert set(carol) == {"ex-loo", "ex-grad"}
+    assert all(p == "False" and m.startswith("not a notebook: NotJSONError") for p, m in carol.values())
+    passed, message = _rows(class_folder, "carol", "notes")["-"]
+    assert passed == "False" and message.startswith("unknown chapter")
+
+
+def test_a_notebook_that_hangs_times_out_and_the_next_is_graded(tmp_path):
+    hangs = solved(CH02)
+    after_tvd_check = _cell_index(hangs, "exercise-check", "check_tvd") + 1
+    hangs.cells.insert(after_tvd_check, nbformat.v4.new_code_cell("import time\n\ntime.sleep(120)"))
+    _write(hangs, tmp_path / "dave" / CH02.name)
+    _write(solved(CH02), tmp_path / "erin" / CH02.name)
+    out = tmp_path / "grades.csv"
+    start = time.perf_counter()
+    assert grade.main([str(tmp_path), "--out", str(out), "--timeout", "8"]) == 0
+    assert time.perf_counter() - start < 100  # the hang cost 8 s, not 120
+    rows = _read_csv(out)
+    dave, erin = _rows(rows, "dave", "02_measures"), _rows(rows, "erin", "02_measures")
+    assert dave["ex-tvd"] == ("True", "tvd: correct on all 7 cases.")  # checked before the hang
+    for exercise in ("ex-jsd", "ex-tau"):
+        passed, message = dave[exercise]
+        assert passed == "False" and message.startswith("timed out after 8 s in cell")
+        assert "`import time`" in message
+    assert all(p == "True" for p, _ in erin.values()) and len(erin) == 3
+
+
+def test_verdicts_reach_the_grade_log_only_when_asked(tmp_path, monkeypatch):
+    from attnlib import exercises
+
+    log = tmp_path / "verdicts.jsonl"
+    monkeypatch.delenv(exercises.GRADE_LOG_ENV, raising=False)
+    assert not exercises.check_f1(lambda y, p: 0.0)
+    assert not log.exists()
+    monkeypatch.setenv(exercises.GRADE_LOG_ENV, str(log))
+    assert not exercises.check_f1(lambda y, p: 0.0)
+    import json
+
+    (line,) = [json.loads(x) for x in log.read_text().splitlines()]
+    assert line["checker"] == "check_f1" and line["passed"] is False and line["message"].startswith("f1:")
+    assert exercises.check_f1.__doc__.startswith("Exercise: F1")  # the wrapper keeps the checker's face
+
+
+def test_match_chapter_by_name_or_number():
+    refs = grade.reference_chapters(ROOT / "chapters")
+    assert grade.match_chapter("02_measures.ipynb", refs).name == "02_measures.ipynb"
+    assert grade.match_chapter("2.ipynb", refs).name == "02_measures.ipynb"
+    assert grade.match_chapter("12_my_heads.ipynb", refs).name == "12_heads.ipynb"
+    assert grade.match_chapter("notes.ipynb", refs) is None
+    assert grade.match_chapter("99_x.ipynb", refs) is None

@@ -287,3 +287,93 @@ def test_flow_validation_errors():
     with pytest.raises(ValueError, match="Trace"):
         flow_cls(att)
     assert FLOW_SCALE == 2**30
+
+
+# ------------------------------------------------------------------ relevance by layer and its correlations
+from attnlib.flow import RELEVANCE_METHODS, RelevanceResult, layer_correlations, relevance_by_layer  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def synthetic_transformer(tiny_dataset):
+    torch.manual_seed(0)
+    config = dataclasses.replace(CONFIG, layers=3)
+    model = TransformerClassifier(len(tiny_dataset.vocab), config).eval()
+    with torch.no_grad():
+        for layer in model.layers:
+            layer.qkv.weight.mul_(4.0)
+    return model
+
+
+def _words(values, tokens):
+    """(T,) over every position -> over the words only, renormalised."""
+    kept = values[np.asarray(real_words(tokens))]
+    return kept / kept.sum()
+
+
+def real_words(tokens):
+    from attnlib.models import real_token_mask
+
+    return real_token_mask(torch.as_tensor(tokens)[None])[0].numpy()
+
+
+def test_relevance_by_layer_agrees_with_rollout_flow_and_the_model(tiny_dataset, synthetic_transformer):
+    model, split = synthetic_transformer, tiny_dataset.test
+    res = relevance_by_layer(model, split, max_instances=12, seed=3, chunk_size=5)
+    assert isinstance(res, RelevanceResult) and len(res) == 12 and res.n_layers == 3
+    assert tuple(res.scores) == RELEVANCE_METHODS
+    batch = split.batch(res.indices)
+    trace = model.trace(batch)
+    last_rollout = rollout_cls(trace).numpy()
+    last_flow = flow_cls(trace).numpy()
+    attention = model(batch).attention.detach().numpy()  # the last layer's [CLS] row, heads averaged
+    for i in range(len(res)):
+        tokens = batch.tokens[i].numpy()
+        for method, expected in (("rollout", last_rollout[i]), ("flow", last_flow[i]),
+                                 ("raw attention", attention[i])):
+            got = res.scores[method][i]
+            assert got.shape == (3, res.lengths[i])
+            np.testing.assert_allclose(got[-1], _words(expected, tokens), atol=1e-6)
+            np.testing.assert_allclose(got.sum(-1), 1.0, atol=1e-9)
+    # flow after layer 1 is the flow of a one-layer model made of layer 0: the first layer's A^'s [CLS] row
+    first = res.scores["flow"][0][0]
+    steps = 0.5 * trace.attentions[0, 0].mean(0) + 0.5 * torch.eye(trace.attentions.shape[-1])
+    n = int(trace.key_mask[0].sum())
+    row = (steps[0, :n] / steps[0, :n].sum()).numpy()
+    np.testing.assert_allclose(first, _words(np.pad(row, (0, trace.attentions.shape[-1] - n)),
+                                             batch.tokens[0].numpy()), atol=1e-6)
+    # the same instances as every other experiment, whatever the chunking (float32 padding: 1e-7)
+    again = relevance_by_layer(model, split, max_instances=12, seed=3, chunk_size=12)
+    np.testing.assert_array_equal(again.indices, res.indices)
+    np.testing.assert_allclose(again.probs, res.probs, atol=1e-6)
+    for method in RELEVANCE_METHODS:
+        np.testing.assert_allclose(again.padded(method), res.padded(method), atol=1e-6)
+
+
+def test_layer_correlations_are_scipy_spearman_per_instance(tiny_dataset, synthetic_transformer):
+    import scipy.stats
+
+    from attnlib import importance as imp
+
+    model, split = synthetic_transformer, tiny_dataset.test
+    rel = relevance_by_layer(model, split, max_instances=10, seed=1)
+    res = imp.importance(model, split, max_instances=10, seed=1, loo_mode="replace")
+    table = layer_correlations(rel, res)
+    assert len(table) == 2 * 3 * 3 and set(table.measure) == {"loo", "gradient"}
+    row = table[(table.measure == "gradient") & (table.method == "flow") & (table.layer == 2)].iloc[0]
+    with np.errstate(all="ignore"):
+        rhos = np.array([scipy.stats.spearmanr(rel.scores["flow"][i][1], res.gradient[i]).statistic
+                         for i in range(len(rel))])
+    assert row["n"] == np.isfinite(rhos).sum()
+    assert row["mean"] == pytest.approx(np.nanmean(rhos), abs=1e-9)
+    assert row["sd"] == pytest.approx(np.nanstd(rhos), abs=1e-9)
+    other = imp.importance(model, split, max_instances=10, seed=2, loo_mode="replace")
+    with pytest.raises(ValueError, match="different instances"):
+        layer_correlations(rel, other)
+
+
+def test_relevance_by_layer_rejects_models_without_a_trace(tiny_dataset, tiny_model):
+    with pytest.raises(ValueError, match="trace"):
+        relevance_by_layer(tiny_model("average"), tiny_dataset.test, max_instances=4)
+    with pytest.raises(ValueError, match="residual"):
+        relevance_by_layer(TransformerClassifier(len(tiny_dataset.vocab), CONFIG), tiny_dataset.test,
+                           max_instances=4, residual=1.0)

@@ -34,6 +34,11 @@ evenly (A&Z's Table 1: flow correlates better with blank-out importance from lay
 * :func:`flow_cls` -- the same from a :class:`~attnlib.models.Trace`, the mirror of
   :func:`rollout_cls`.
 
+* :func:`relevance_by_layer` -- raw attention, rollout and flow of the [CLS] row after every
+  layer, over the words of a split's sentences (the book's runner picks the instances), and
+  :func:`layer_correlations` -- their Spearman correlation with blank-out or gradient
+  importance, layer by layer (A&Z's Tables 1-3).
+
 A&Z's SST script reads ``.max(axis=0)`` over positions rather than the [CLS] row the paper
 describes; the book reads the [CLS] row (node), the one the classifier's output reads.
 networkx's max-flow (A&Z's code) gives the same flows (to about 5e-9), some 50x slower at 20
@@ -44,16 +49,32 @@ networkx as the oracle.
 from __future__ import annotations
 
 import numbers
+from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 import scipy.sparse
 import torch
 from scipy.sparse.csgraph import maximum_flow
 
+from .. import _runs
 from .._checks import SUM_TOL, check_finite
-from ..models import Trace
+from .._runs import InstanceResult
+from ..metrics import spearman
+from ..models import Trace, real_token_mask
 
-__all__ = ["RESIDUAL", "FLOW_SCALE", "rollout", "rollout_cls", "flow", "flow_cls"]
+__all__ = [
+    "RESIDUAL",
+    "FLOW_SCALE",
+    "RELEVANCE_METHODS",
+    "rollout",
+    "rollout_cls",
+    "flow",
+    "flow_cls",
+    "RelevanceResult",
+    "relevance_by_layer",
+    "layer_correlations",
+]
 
 #: A&Z's weight of the identity (the residual connection) in A^ = r I + (1 - r) A.
 RESIDUAL = 0.5
@@ -285,3 +306,132 @@ def flow_cls(trace: Trace, *, residual: float = RESIDUAL, scale: float = FLOW_SC
     if not isinstance(trace, Trace):
         raise ValueError(f"trace must be an attnlib.models.Trace (model.trace(batch)), got {type(trace).__name__}")
     return flow(trace.attentions, trace.key_mask, residual=residual, scale=scale, normalise=normalise)
+
+
+# ----------------------------------------------------------------- relevance by layer (Chapter 14)
+#: The relevance methods of :func:`relevance_by_layer`, in their order.
+RELEVANCE_METHODS = ("raw attention", "rollout", "flow")
+
+
+@dataclass(kw_only=True)
+class RelevanceResult(InstanceResult):
+    """Raw attention, rollout and flow of the [CLS] row after every layer, over the real words.
+
+    ``scores[method][i]`` is an (L, n_i) array for instance ``indices[i]``: row l is the
+    method's relevance of each of the instance's n_i words after layer l (layer 0 first),
+    renormalised over the words ([CLS] and [SEP] cut off), aligned to
+    ``split.tokens[indices[i]]`` and to :class:`~attnlib.experiments.importance.ImportanceResult`
+    for the same ``max_instances`` and ``seed``. ``residual`` is A^'s identity weight.
+    """
+
+    scores: dict
+    residual: float = RESIDUAL
+
+    @property
+    def n_layers(self) -> int:
+        return int(self.scores[RELEVANCE_METHODS[0]][0].shape[0]) if len(self) else 0
+
+    def padded(self, method: str) -> np.ndarray:
+        """One method as an (N, L, n_max) array, 0 past each instance's words."""
+        if method not in self.scores:
+            raise ValueError(f"unknown method {method!r}; choose one of {', '.join(self.scores)}")
+        n_max = int(self.lengths.max()) if len(self) else 0
+        out = np.zeros((len(self), self.n_layers, n_max))
+        for i, s in enumerate(self.scores[method]):
+            out[i, :, : s.shape[1]] = s
+        return out
+
+
+def _words_only(relevance: torch.Tensor, words: torch.Tensor) -> list:
+    """(B, L, T) over every position -> per instance (L, n) over its words, rows renormalised."""
+    out = []
+    for r, w in zip(relevance, words):
+        kept = r[:, w]
+        total = kept.sum(-1, keepdim=True)
+        out.append((kept / torch.where(total > 0, total, torch.ones_like(total))).cpu().numpy())
+    return out
+
+
+def relevance_by_layer(
+    model,
+    split,
+    *,
+    max_instances: int | None = None,
+    seed: int = 0,
+    residual: float = RESIDUAL,
+    chunk_size: int | None = None,
+    scale: float = FLOW_SCALE,
+) -> RelevanceResult:
+    """Raw attention, rollout and flow of the output position after each layer (A&Z 2020, Sec. 3-4).
+
+    For layer l: raw attention is layer l's [CLS] (<SOS>) row averaged over the heads; rollout
+    is row 0 of R_l (:func:`rollout`); flow is the max-flow from (l + 1, [CLS]) to each input
+    token through layers 0 .. l (:func:`flow`). Each is cut to the words and renormalised, so
+    the three are distributions over the same tokens as gradient and leave-one-out importance
+    (:func:`attnlib.experiments.importance.importance`). Instances and chunks come from the
+    book's runner: the same ``max_instances`` and ``seed`` pick the same sentences as every
+    other experiment.
+
+    Args:
+        model: a model with ``trace(batch)`` whose output reads position 0, e.g. the book's
+            :class:`~attnlib.models.TransformerClassifier`.
+        split: an :class:`attnlib.data.Split` (e.g. ``dataset.test``) or a Batch.
+        max_instances, seed, chunk_size: as for every per-instance experiment.
+        residual: A^'s identity weight r in [0, 1) (A&Z: 0.5).
+        scale: flow's capacity scale (:func:`flow`).
+    """
+    if not callable(getattr(model, "trace", None)):
+        raise ValueError(f"model must have a trace(batch) method (a transformer), got {type(model).__name__}")
+    residual = _check_residual(residual)
+    scale = _check_scale(scale)
+    with _runs.experiment(model, split, seed=seed, max_instances=max_instances, chunk_size=chunk_size,
+                          rows=1, cost=lambda T, H: T * T * 64, budget=8_000_000, own_attention=False,
+                          min_tokens=2) as run:
+        scores = {m: [None] * len(run) for m in RELEVANCE_METHODS}
+        probs = None
+        for rows, chunk in run.chunk_batches():  # rows: the chunk's positions in run.batch
+            with torch.no_grad():
+                trace = model.trace(chunk)
+                p = model(chunk).probs.cpu().numpy()
+            probs = np.zeros((len(run), p.shape[1])) if probs is None else probs
+            probs[rows] = p
+            A, key_mask = _check_inputs(trace.attentions, trace.key_mask)
+            L = A.shape[1]
+            words = real_token_mask(trace.tokens)
+            raw = A.mean(2)[:, :, 0, :]  # (B, L, T)
+            rolled = rollout(A, key_mask, residual=residual)[:, :, 0, :]
+            flowed = torch.stack([flow(A[:, : l + 1], key_mask, residual=residual, scale=scale)
+                                  for l in range(L)], 1)
+            for name, value in zip(RELEVANCE_METHODS, (raw, rolled, flowed)):
+                for row, per_word in zip(rows, _words_only(value.double(), words)):
+                    scores[name][row] = per_word
+        fields = run.instance_fields(probs)
+    return RelevanceResult(**fields, scores=scores, residual=residual)
+
+
+def layer_correlations(relevance: RelevanceResult, importance, measures=("loo", "gradient")) -> pd.DataFrame:
+    """Spearman's rho between each relevance method after each layer and each importance measure.
+
+    One row per (measure, method, layer): the mean and sd over instances of the per-instance
+    rho (A&Z's Tables 1-3), and how many instances had a defined rho (a constant score has
+    none). ``importance`` is an :class:`~attnlib.experiments.importance.ImportanceResult` of
+    the same instances (same ``max_instances`` and ``seed``).
+    """
+    if not isinstance(relevance, RelevanceResult):
+        raise ValueError(f"relevance must be a RelevanceResult (relevance_by_layer), got {type(relevance).__name__}")
+    if not np.array_equal(np.asarray(relevance.indices), np.asarray(importance.indices)):
+        raise ValueError("relevance and importance cover different instances: use the same max_instances and seed")
+    lengths = np.asarray(relevance.lengths)
+    L = relevance.n_layers
+    rows = []
+    for measure in measures:
+        target = importance.padded(measure)  # (N, n_max)
+        for method in relevance.scores:
+            scores = relevance.padded(method)  # (N, L, n_max)
+            rho = spearman(scores, np.repeat(target[:, None, :], L, 1), lengths=np.repeat(lengths[:, None], L, 1))
+            for layer in range(L):
+                r = rho[:, layer]
+                rows.append({"measure": measure, "method": method, "layer": layer + 1,
+                             "mean": float(np.nanmean(r)), "sd": float(np.nanstd(r)),
+                             "n": int(np.isfinite(r).sum())})
+    return pd.DataFrame(rows)

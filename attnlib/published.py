@@ -14,7 +14,7 @@ __all__ = ["Published", "MODEL_F1", "UNIFORM_F1", "DIAGNOSTIC_F1", "DIAGNOSTIC_A
            "ADVERSARY_FRACTION", "ADVERSARY_FRACTION_EPS", "lookup",
            "BRUNNER_CORRELATION", "BRUNNER_SEP_MASS", "BRUNNER_TOKEN_IDENTITY", "BRUNNER_HEAD_DIM",
            "POSTER_ACCURACY", "POSTER_SHUFFLE_DROP", "MICHEL_SIGNIFICANT_HEADS", "MICHEL_PRUNABLE", "PRUTHI_TABLE3",
-           "PRUTHI_TOKENS_REMOVED"]
+           "PRUTHI_TOKENS_REMOVED", "ABNAR_CORRELATION", "ABNAR_SST"]
 
 
 @dataclass(frozen=True)
@@ -263,3 +263,30 @@ PRUTHI_TABLE3 = {
 
 #: Accuracy (%) on SST + Wiki with the impermissible (SST) tokens deleted: about chance.
 PRUTHI_TOKENS_REMOVED = (Published(49.0, _PRUTHI), Published(50.0, _PRUTHI))
+
+_ABNAR = "Abnar & Zuidema 2020, 'Quantifying Attention Flow in Transformers'"
+
+#: Abnar & Zuidema's Tables 1-2: Spearman's rho (mean over 2,000 test sentences) of each method's
+#: relevance with blank-out ("loo") and input-gradient ("gradient") importance, layers 1-6 of their
+#: 6-layer subject-verb agreement model (checked against the typeset tables).
+ABNAR_CORRELATION = {
+    (measure, method): tuple(Published(v, f"{_ABNAR}, Table {table}") for v in values)
+    for measure, table, rows in (
+        ("loo", 1, {"raw attention": (0.69, 0.10, -0.11, -0.09, 0.20, 0.29),
+                    "rollout": (0.32, 0.38, 0.51, 0.62, 0.70, 0.71),
+                    "flow": (0.32, 0.44, 0.70, 0.70, 0.71, 0.70)}),
+        ("gradient", 2, {"raw attention": (0.53, 0.16, -0.06, 0.00, 0.24, 0.46),
+                         "rollout": (0.22, 0.27, 0.39, 0.47, 0.53, 0.54),
+                         "flow": (0.22, 0.31, 0.54, 0.61, 0.60, 0.61)}),
+    )
+    for method, values in rows.items()
+}
+
+#: Their Table 3: DistilBERT on SST-2, 100 sentences, Spearman's rho with input gradients at layers
+#: 1, 3, 5 and 6 (from a text transcription of the table). Their script read relevance as a max over
+#: positions, not the [CLS] row.
+ABNAR_SST = {
+    method: {layer: Published(v, f"{_ABNAR}, Table 3 (from a text transcription)") for layer, v in zip((1, 3, 5, 6), values)}
+    for method, values in (("raw attention", (0.12, 0.09, 0.08, 0.09)), ("rollout", (0.11, 0.12, 0.13, 0.13)),
+                           ("flow", (0.11, 0.11, 0.12, 0.14)))
+}

@@ -470,3 +470,63 @@ def test_deception_figures_and_explorer():
     assert widgets.deception_explorer(models, ds.test, [0, 1]) is not None
     shares = pd.DataFrame({"attention": [0.6, 0.01], "gradient": [0.7, np.nan]}, index=["λ = 0", "λ = 1"])
     assert viz.plot_explanation_mass(shares, reference=0.55).axes
+
+
+# ------------------------------------------------------------------ Chapter 14: rollout and flow
+def _augmented(attention, residual):
+    T = attention.shape[-1]
+    a = residual * torch.eye(T, dtype=attention.dtype) + (1 - residual) * attention.mean(0)
+    return a / a.sum(-1, keepdim=True)
+
+
+def test_rollout_checkers_accept_the_solution_and_reject_near_misses():
+    def rollout_right(attentions):
+        out = None
+        for layer in attentions:
+            a = _augmented(layer, 0.5)
+            out = a if out is None else a @ out
+        return out
+
+    def rollout_reversed(attentions):  # the product in the wrong order
+        out = None
+        for layer in attentions:
+            a = _augmented(layer, 0.5)
+            out = a if out is None else out @ a
+        return out
+
+    assert exercises.check_augmented_attention(_augmented)
+    assert not exercises.check_augmented_attention(lambda a, r: a.mean(0))  # no residual
+    assert not exercises.check_augmented_attention(lambda a, r: r * torch.eye(a.shape[-1]) + (1 - r) * a.mean(0)
+                                                   if r == 0.5 else _augmented(a, 0.5))  # ignores r
+    assert exercises.check_rollout(rollout_right)
+    assert not exercises.check_rollout(rollout_reversed)
+    assert "not implemented" in repr(exercises.check_rollout(lambda a: (_ for _ in ()).throw(NotImplementedError)))
+
+
+def test_relevance_figures_and_the_rollout_widget(tiny_dataset):
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    from attnlib.models import TransformerClassifier, TransformerConfig
+
+    tokens = ["a", "b", "c"]
+    fig = viz.plot_relevance_by_layer(tokens, {"raw": np.full((2, 3), 1 / 3), "flow": np.eye(3)[:2]})
+    assert len(fig.axes) == 2 and fig.axes[0].get_yticklabels()[0].get_text() == "layer 1"
+    plt.close(fig)
+    with pytest.raises(ValueError, match="expected"):
+        viz.plot_relevance_by_layer(tokens, {"raw": np.ones((2, 4))})
+    table = pd.DataFrame({"measure": ["loo"] * 4, "method": ["rollout", "rollout", "flow", "flow"],
+                          "layer": [1, 2, 1, 2], "mean": [0.1, 0.2, 0.3, 0.4], "sd": [0.1] * 4})
+    fig = viz.plot_layer_correlations(table, measures={"loo": "blank-out"})
+    assert fig.axes[0].get_title() == "blank-out" and len(fig.axes[0].lines) == 3  # two methods and y = 0
+    plt.close(fig)
+    torch.manual_seed(0)
+    model = TransformerClassifier(len(tiny_dataset.vocab), TransformerConfig(layers=2, heads=2, head_dim=4,
+                                                                             embed_dim=6, dropout=0.0)).eval()
+    fig = widgets.rollout_figure(model, tiny_dataset.test, 3, residual=0.3)
+    assert len(fig.axes) == 3 and "r = 0.3" in fig.texts[0].get_text()
+    plt.close(fig)
+    box = widgets.rollout_explorer(model, tiny_dataset.test, [0, 3])
+    assert len(box.children) == 3
+    with pytest.raises(ValueError, match="index"):
+        widgets.rollout_figure(model, tiny_dataset.test, len(tiny_dataset.test))

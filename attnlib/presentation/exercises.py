@@ -49,6 +49,8 @@ __all__ = [
     "check_head_importance",
     "check_impermissible_penalty",
     "check_attention_mass",
+    "check_augmented_attention",
+    "check_rollout",
 ]
 
 
@@ -629,6 +631,52 @@ def check_impermissible_penalty(fn: Callable) -> CheckResult:
     cases = [(a, m, lam) for (a, m), lam in zip(_mask_cases(32), (0.1, 1.0, 0.0, 1.0))]
     return _report("impermissible penalty", fn, cases, lambda a, m, lam: impermissible_penalty(a, m, lam),
                    atol=1e-6, to_numpy=lambda x: np.asarray(x, dtype=float))
+
+
+def _layer_cases(seed: int) -> list:
+    """Attentions (L, h, T, T) of one sentence (all positions real): softmax rows, some peaked, one T = 1."""
+    rng = np.random.default_rng(seed)
+    cases = []
+    for L, h, T, spread in ((1, 1, 3, 1.0), (2, 2, 5, 2.0), (3, 4, 8, 4.0), (2, 3, 1, 1.0)):
+        logits = rng.normal(0, spread, (L, h, T, T))
+        a = np.exp(logits - logits.max(-1, keepdims=True))
+        cases.append(torch.tensor(a / a.sum(-1, keepdims=True)))
+    return cases
+
+
+def _one_sentence(attentions: torch.Tensor):
+    """(L, h, T, T) -> the batch of one (1, L, h, T, T) and its key mask (1, T), every position real."""
+    return attentions[None], torch.ones(1, attentions.shape[-1], dtype=torch.bool)
+
+
+def check_augmented_attention(fn: Callable) -> CheckResult:
+    """Exercise: A^ = r I + (1 - r) mean_h A, rows renormalised, for one layer (Chapter 14).
+
+    ``fn(attention, residual)``: attention (h, T, T) of one layer, residual r in [0, 1) -> (T, T).
+    Cases include r = 0 (the head average alone) and a one-token sentence.
+    """
+    from ..experiments.flow import rollout
+
+    cases = [(a[-1], r) for a, r in zip(_layer_cases(41), (0.5, 0.0, 0.5, 0.3))]
+    cases.append((_layer_cases(42)[2][0], 0.9))
+
+    def reference(attention, residual):  # a one-layer rollout is that layer's A^
+        return rollout(*_one_sentence(attention[None]), residual=residual)[0, 0]
+
+    return _report("augmented attention", fn, cases, reference, atol=1e-9,
+                   to_numpy=lambda x: np.asarray(x, dtype=float))
+
+
+def check_rollout(fn: Callable) -> CheckResult:
+    """Exercise: the rollout after the last layer, R_L = A^_L ... A^_1, for one sentence (Chapter 14).
+
+    ``fn(attentions)``: (L, h, T, T) -> (T, T), with A&Z's residual weight 0.5. The first case
+    has one layer (R_1 = A^_1); the order of the product matters from two layers on.
+    """
+    from ..experiments.flow import rollout
+
+    return _report("rollout", fn, [(a,) for a in _layer_cases(43)], lambda a: rollout(*_one_sentence(a))[0, -1], atol=1e-9,
+                   to_numpy=lambda x: np.asarray(x, dtype=float))
 
 
 # ----------------------------------------------------------------------------- the grade log

@@ -14,6 +14,8 @@ import numpy as np
 
 __all__ = [
     "ATTENTION_CMAP",
+    "plot_relevance_by_layer",
+    "plot_layer_correlations",
     "attention_heatmap",
     "plot_distributions",
     "plot_training_history",
@@ -923,3 +925,64 @@ def plot_explanation_mass(shares, *, reference: float | None = None, title: str 
     ax.set_xlabel("share of the explanation on the marked tokens")
     ax.grid(axis="x", alpha=0.3)
     return _finish(fig, ax, title, legend=True)
+
+
+def plot_relevance_by_layer(tokens: Sequence[str], panels: dict, *, title: str | None = None,
+                            width: float = 2.6):
+    """One sentence's relevance after every layer, one heatmap per method (Abnar & Zuidema 2020, Fig. 3).
+
+    ``panels``: method name -> an (L, n) array, row l the relevance of each of the n ``tokens``
+    after layer l + 1 (e.g. ``RelevanceResult.scores[method][i]``). Each panel has its own
+    colour scale from 0 to its largest weight, layers from the bottom (layer 1) up.
+    """
+    if not panels:
+        raise ValueError("panels must name at least one (layers, tokens) array")
+    n = len(tokens)
+    for name, m in panels.items():
+        if np.ndim(m) != 2 or np.shape(m)[1] != n:
+            raise ValueError(f"panel {name!r} has shape {np.shape(m)}; expected (layers, {n}) for {n} tokens")
+    L = np.shape(next(iter(panels.values())))[0]
+    fontsize = 8 if n <= 20 else 6 if n <= 40 else 4
+    fig, axes = plt.subplots(1, len(panels), figsize=(max(width, 0.2 * n + 0.9) * len(panels), 0.34 * L + 1.6),
+                             squeeze=False)
+    for ax, (name, m) in zip(axes[0], panels.items()):
+        m = np.asarray(m, float)
+        ax.imshow(m, cmap=ATTENTION_CMAP, vmin=0, vmax=float(m.max()) or 1.0, aspect="auto", origin="lower")
+        ax.set_xticks(range(n), tokens, rotation=90, fontsize=fontsize)
+        ax.set_yticks(range(L), [f"layer {l + 1}" for l in range(L)], fontsize=7)
+        ax.set_title(name, fontsize=10)
+    if title:
+        fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+def plot_layer_correlations(table, *, measures: dict | None = None, title: str | None = None):
+    """Spearman's rho with importance against the layer, one panel per importance measure (A&Z, Tables 1-3).
+
+    ``table``: :func:`attnlib.experiments.flow.layer_correlations` (columns measure, method,
+    layer, mean, sd). Each method is a line (mean) in a band (mean +- sd). ``measures``: which
+    measures to draw and their panel titles (default: every measure, titled by its name).
+    """
+    measures = measures or {m: m for m in dict.fromkeys(table["measure"])}
+    fig, axes = plt.subplots(1, len(measures), figsize=(3.6 * len(measures) + 0.4, 3.2), squeeze=False,
+                             sharey=True)
+    palette = ["#7f7f7f", "#1f77b4", "#d62728", "#2ca02c"]
+    for ax, (measure, label) in zip(axes[0], measures.items()):
+        part = table[table["measure"] == measure]
+        for j, (method, rows) in enumerate(part.groupby("method", sort=False)):
+            colour = palette[j % len(palette)]
+            ax.plot(rows["layer"], rows["mean"], marker="o", ms=4, color=colour, label=method)
+            ax.fill_between(rows["layer"], rows["mean"] - rows["sd"], rows["mean"] + rows["sd"],
+                            color=colour, alpha=0.12, lw=0)
+        ax.axhline(0, color="black", lw=0.6)
+        ax.set_xticks(sorted(part["layer"].unique()))
+        ax.set_xlabel("layer")
+        ax.set_title(label, fontsize=10)
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("Spearman's rho (mean ± sd)")
+    axes[0][-1].legend(fontsize=8, loc="lower right")
+    if title:
+        fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    return fig

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["measures_explorer", "temperature_explorer", "tempered", "sentence_explorer", "importance_explorer", "adversary_explorer", "permutation_explorer", "needle_figure", "needle_explorer", "lambda_figures", "lambda_explorer", "null_space_figure", "null_space_explorer", "head_figure", "head_explorer", "deception_figure", "deception_explorer"]
+__all__ = ["measures_explorer", "temperature_explorer", "tempered", "sentence_explorer", "importance_explorer", "adversary_explorer", "permutation_explorer", "needle_figure", "needle_explorer", "lambda_figures", "lambda_explorer", "null_space_figure", "null_space_explorer", "head_figure", "head_explorer", "deception_figure", "deception_explorer", "rollout_figure", "rollout_explorer"]
 
 
 def _normalise(w) -> np.ndarray:
@@ -519,3 +519,37 @@ def deception_explorer(models: dict, split, indices: Sequence[int], *, family: s
         w.observe(redraw, names="value")
     redraw()
     return W.VBox([pick, which, out])
+
+
+def rollout_figure(model, split, index: int = 0, residual: float = 0.5):
+    """One sentence's raw attention, rollout and flow after every layer, with A^'s identity weight ``residual`` (Chapter 14)."""
+    from ..experiments.flow import relevance_by_layer
+    from .viz import plot_relevance_by_layer
+
+    if not 0 <= index < len(split):
+        raise ValueError(f"index must be a sentence of the split, 0..{len(split) - 1}, got {index}")
+    res = relevance_by_layer(model, split.subset([index]), residual=residual)
+    return plot_relevance_by_layer(list(split.tokens[index]), {m: s[0] for m, s in res.scores.items()},
+                                   title=f"residual weight r = {residual:g}: p(positive) = {res.probs[0, -1]:.2f}")
+
+
+def rollout_explorer(model, split, indices: Sequence[int], *, residual: float = 0.5):
+    """Choose a sentence and the residual weight r of A^ = r I + (1 - r) A; see raw attention, rollout and flow."""
+    import ipywidgets as W
+
+    indices = list(indices)
+    if not indices:
+        raise ValueError("indices must name at least one sentence of the split")
+    options = [(f"{i}: {' '.join(split.tokens[i][:7])} ...", i) for i in indices]
+    pick = W.Dropdown(options=options, value=indices[0], description="sentence", layout=W.Layout(width="420px"))
+    weight = W.FloatSlider(value=residual, min=0.0, max=0.9, step=0.1, description="residual r",
+                           continuous_update=False, readout_format=".1f")
+    out = W.Output()
+
+    def redraw(*_):
+        _figure_out(out, lambda: rollout_figure(model, split, pick.value, weight.value))
+
+    for w in (pick, weight):
+        w.observe(redraw, names="value")
+    redraw()
+    return W.VBox([pick, weight, out])

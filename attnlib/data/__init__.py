@@ -9,13 +9,18 @@ length filters, and length-bucketed batches.
 Data sets (`available_datasets`): offline ``rt-polarity`` (Rotten Tomatoes
 sentences -- an SST stand-in, not SST), ``imdb`` and ``synthetic`` (a marker-word
 task with known rationales); online ``sst2``, ``agnews`` and ``20news`` (Hugging
-Face ``datasets``; need a network or local ``data_files``). `load_deception` builds
-Pruthi et al.'s two-sentence task (an rt-polarity sentence, a separator, an IMDB
-sentence; the rt tokens marked as rationales) on the same pipeline.
+Face ``datasets``; need a network or local ``data_files``). `load_texts` loads your
+own two-class texts (a DataFrame, a csv/tsv/json/jsonl/parquet file or a Hugging Face
+``datasets.Dataset``, with named text and label columns) on the same pipeline, under
+your name. `load_deception` builds Pruthi et al.'s two-sentence task (an
+rt-polarity sentence, a separator, an IMDB sentence; the rt tokens marked as
+rationales) on the same pipeline.
 
->>> from attnlib.data import load_dataset, glove_embeddings
+>>> from attnlib.data import load_dataset, load_texts, glove_embeddings
 >>> ds = load_dataset("rt-polarity")                      # doctest: +SKIP
 >>> emb, coverage = glove_embeddings(ds.vocab)            # doctest: +SKIP
+>>> own = load_texts("food_reviews.csv", text="review", label="score",
+...                  positive="great")                    # doctest: +SKIP
 >>> for batch in ds.train.batches(32, shuffle=True, seed=epoch): ...  # doctest: +SKIP
 """
 from .batching import Batch, collate
@@ -23,10 +28,12 @@ from .embeddings import GLOVE_DIM, glove_embeddings
 from .online import OFFLINE_ALTERNATIVES, DatasetUnavailableError
 from .sources import (
     DECEPTION_SEPARATOR,
+    MIN_INSTANCES,
     append_sentence,
     available_datasets,
     load_dataset,
     load_deception,
+    load_texts,
     sample_texts,
 )
 from .splits import Dataset, Split, stratified_positions
@@ -55,6 +62,8 @@ __all__ = [
     "Dataset",
     "stratified_positions",
     "load_dataset",
+    "load_texts",
+    "MIN_INSTANCES",
     "sample_texts",
     "load_deception",
     "append_sentence",

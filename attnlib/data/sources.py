@@ -1,4 +1,4 @@
-"""The data-set registry and `load_dataset`.
+"""The data-set registry, `load_dataset` and `load_texts` (your own data).
 
 Every data set goes through the same pipeline (`_assemble`):
 
@@ -19,6 +19,10 @@ Every data set goes through the same pipeline (`_assemble`):
 Everything is deterministic given the arguments (NumPy generators seeded from
 ``seed``), and vectorised: the full IMDB set loads in a couple of seconds.
 
+`load_texts` puts your own labelled texts (a DataFrame, a csv/tsv/json(l)/parquet
+file or a Hugging Face ``datasets.Dataset``) through the same pipeline, under your
+name, with your two labels mapped to 0/1 and your length filter.
+
 `load_deception` builds Pruthi et al.'s (2020) two-sentence task on the same
 pipeline: each rt-polarity sentence with an unrelated IMDB sentence appended
 (`append_sentence`); duplicates and the length filter are judged on the rt
@@ -29,9 +33,12 @@ from __future__ import annotations
 import difflib
 import functools
 import importlib.resources
+import os
 import re
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Callable, NamedTuple
 
 import numpy as np
@@ -46,6 +53,8 @@ from .._checks import check_positive_int
 
 __all__ = [
     "load_dataset",
+    "load_texts",
+    "MIN_INSTANCES",
     "available_datasets",
     "DatasetUnavailableError",
     "sample_texts",
@@ -411,6 +420,12 @@ def _duplicates(corpus: Corpus, labels: np.ndarray, piece: np.ndarray, alive: np
     return dup, bad
 
 
+def _dropped(stats: dict) -> str:
+    """What preprocessing dropped, for error messages: 'n_empty 2, n_duplicates 1, ...'."""
+    keys = ("n_empty", "n_other_classes", "n_duplicates", "n_conflicting_labels", "n_too_short", "n_too_long")
+    return ", ".join(f"{k} {stats[k]}" for k in keys if k in stats)
+
+
 def _assemble(spec: _Source, raw: _Raw, *, seed: int, max_train, max_eval, min_df: int, config: dict) -> Dataset:
     corpus, labels = raw.corpus, raw.labels
     basis = corpus if raw.basis is None else raw.basis
@@ -437,7 +452,7 @@ def _assemble(spec: _Source, raw: _Raw, *, seed: int, max_train, max_eval, min_d
     dev = _subsample(dev, labels, max_eval, sub_rng)
     test = _subsample(test, labels, max_eval, sub_rng)
     if len(train) == 0:
-        raise ValueError(f"{spec.name}: no training instances left after filtering")
+        raise ValueError(f"{spec.name}: no training instances left after filtering ({_dropped(stats)})")
 
     vocab = Vocabulary._from_doc_freq(corpus.types, corpus.doc_freq(train), min_df)
     lookup = vocab.lookup(corpus.types) if len(corpus.types) else np.empty(0, dtype=np.int64)
@@ -561,6 +576,328 @@ def sample_texts(name: str, n: int | None = None, *, seed: int = 0) -> tuple[lis
     check_positive_int(n, "n", minimum=1)
     rows = np.sort(np.random.default_rng(seed).choice(len(texts), size=min(n, len(texts)), replace=False))
     return [texts[i] for i in rows.tolist()], labels[rows]
+
+
+# -- your own data ----------------------------------------------------------------------------------------
+
+#: The fewest instances (after every filter) :func:`load_texts` builds a data set from.
+MIN_INSTANCES = 10
+
+# a file's format by its suffix (a compression suffix after it is allowed: pandas reads it)
+_TABLE_FORMATS = {"csv": "csv", "tsv": "tsv", "json": "json", "jsonl": "jsonl", "ndjson": "jsonl",
+                  "parquet": "parquet", "pq": "parquet"}
+_TABLE_COMPRESSION = (".gz", ".bz2", ".xz", ".zst", ".zip")
+_TABLE_SPLITS = {"train": "train", "dev": "dev", "validation": "dev", "valid": "dev", "test": "test"}
+
+
+def _table_path_parts(path) -> tuple[str, str]:
+    """(format, name) of a data file: ``reviews.csv.gz`` -> ("csv", "reviews")."""
+    base = Path(path).name
+    low = base.lower()
+    for c in _TABLE_COMPRESSION:
+        if low.endswith(c):
+            base, low = base[: -len(c)], low[: -len(c)]
+    stem, _, ext = base.rpartition(".")
+    fmt = _TABLE_FORMATS.get(ext.lower()) if stem else None
+    if fmt is None:
+        raise ValueError(f"load_texts reads {sorted(_TABLE_FORMATS)} files (by suffix), not {Path(path).name!r}")
+    return fmt, stem
+
+
+def _read_table(path) -> pd.DataFrame:
+    """A data file as a DataFrame. In csv/tsv only empty fields are missing ('NA', 'null' are text)."""
+    fmt, _ = _table_path_parts(path)
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"load_texts: no such file: {path}")
+    if fmt in ("csv", "tsv"):
+        return pd.read_csv(path, sep="\t" if fmt == "tsv" else ",", keep_default_na=False, na_values=[""])
+    if fmt == "parquet":
+        return pd.read_parquet(path)
+    if fmt == "jsonl":
+        return pd.read_json(path, lines=True, dtype=False)
+    try:  # .json: an array of records, else JSON lines
+        return pd.read_json(path, dtype=False)
+    except ValueError:
+        return pd.read_json(path, lines=True, dtype=False)
+
+
+def _hf_module(obj):
+    """The ``datasets`` module when ``obj`` is one of its objects (never imports it)."""
+    module = sys.modules.get("datasets")
+    if module is not None and isinstance(obj, (module.Dataset, module.IterableDataset)):
+        return module
+    return None
+
+
+def _columns_of(source, text: str, label: str, split: str | None, what: str) -> tuple[pd.DataFrame, tuple | None]:
+    """The text, label (and split) columns of one source as a frame, and the label's class names if declared."""
+    names = None
+    hf = _hf_module(source)
+    if isinstance(source, (str, os.PathLike)):
+        frame = _read_table(source)
+    elif isinstance(source, pd.DataFrame):
+        frame = source
+    elif hf is not None:
+        if isinstance(source, hf.IterableDataset):
+            raise ValueError("load_texts needs a datasets.Dataset, not an IterableDataset (a stream): "
+                             "materialise it first, e.g. datasets.Dataset.from_generator")
+        frame = None
+        found = list(source.column_names)
+    else:
+        raise ValueError(
+            "load_texts reads a pandas DataFrame, a csv/tsv/json/jsonl/parquet path, a Hugging Face "
+            f"datasets.Dataset, or a dict split -> one of those; got {type(source).__name__}"
+        )
+    wanted = [c for c in (text, label, split) if c is not None]
+    found = list(frame.columns) if frame is not None else found
+    missing = [c for c in wanted if c not in found]
+    if missing:
+        role = {text: "text", label: "label", split: "split"}
+        said = ", ".join(f"{role[c]} column {c!r}" for c in missing)
+        raise ValueError(f"{what}: no {said}; the columns are {found}. Name them with text=, label= (and split=)")
+    if frame is None:
+        feature = source.features[label]
+        if isinstance(feature, hf.ClassLabel):
+            names = tuple(feature.names)
+        frame = source.select_columns(list(dict.fromkeys(wanted))).to_pandas()
+    return frame[list(dict.fromkeys(wanted))], names
+
+
+def _text_list(values: pd.Series) -> list:
+    """Texts as str; missing ones as None (dropped and counted as empty later), numbers as their str."""
+    missing = values.isna().to_numpy()
+    return [None if m else (v if isinstance(v, str) else str(v)) for v, m in zip(values.tolist(), missing.tolist())]
+
+
+def _binary_codes(values: pd.Series, column: str, classes, positive, declared: tuple | None):
+    """Labels -> int64 codes in {0, 1}, the two class names, and the values in class order."""
+    if declared is not None:  # a Hugging Face ClassLabel: its ids become its names
+        ids = values.to_numpy()
+        values = pd.Series([declared[int(i)] if 0 <= int(i) < len(declared) else None for i in ids],
+                           index=values.index, dtype=object)
+    blank = values.map(lambda v: isinstance(v, str) and not v.strip()).astype(bool)
+    missing = values.isna() | blank
+    if missing.any():
+        where = values.index[missing.to_numpy()].tolist()
+        raise ValueError(
+            f"load_texts: the label column {column!r} has {int(missing.sum())} missing value(s) (rows "
+            f"{where[:5]}{', ...' if len(where) > 5 else ''}, counted from 0, header excluded); a "
+            "missing label is no class: drop or label those rows first"
+        )
+    if pd.api.types.is_bool_dtype(values):
+        values = values.astype(np.int64)
+    numeric = pd.api.types.is_numeric_dtype(values)
+    if numeric and np.all(np.mod(values.to_numpy(dtype=np.float64), 1) == 0):
+        values = values.astype(np.int64)
+    seen = pd.unique(values)
+    if len(seen) > 2:
+        shown = ", ".join(repr(v) for v in sorted(seen, key=str)[:8]) + (", ..." if len(seen) > 8 else "")
+        raise ValueError(
+            f"load_texts: the label column {column!r} holds {len(seen)} distinct labels ({shown}), but "
+            "attnlib's data sets are binary. The book's experiments read a model's output as P(class 1): "
+            "gradient and leave-one-out importance, J&W's output difference under permutation and the "
+            "adversary, F1 of the positive class and W&P's uniform baseline; more classes would need each "
+            "of them to say which class's probability to explain. Keep two classes, or merge the others "
+            "into one, before loading"
+        )
+    if len(seen) < 2:
+        raise ValueError(
+            f"load_texts: the label column {column!r} holds one class only ({seen[0]!r}): a classifier needs two"
+        )
+    if positive is not None:
+        if classes is not None:
+            raise ValueError("give classes= or positive=, not both")
+        if not any(positive == v for v in seen):
+            raise ValueError(f"positive={positive!r} is not a label of column {column!r}; its labels are "
+                             f"{sorted(seen.tolist(), key=str)}")
+        order = [v for v in seen if v != positive] + [positive]
+    elif classes is not None and not numeric:
+        unknown = sorted({v for v in seen if v not in classes}, key=str)
+        if unknown:
+            raise ValueError(f"labels {unknown} of column {column!r} are not in classes={tuple(classes)!r}")
+        order = list(classes)
+    elif declared is not None:
+        order = [c for c in declared if c in set(seen)]
+    else:
+        order = sorted(seen.tolist(), key=lambda v: (isinstance(v, str), v))
+    codes = values.map({v: k for k, v in enumerate(order)}).to_numpy(dtype=np.int64)
+    names = tuple(classes) if classes is not None else tuple(str(v) for v in order)
+    return codes, names, order
+
+
+def _check_classes(classes) -> tuple[str, str] | None:
+    if classes is None:
+        return None
+    if isinstance(classes, str) or not isinstance(classes, Sequence) or len(classes) != 2 \
+            or not all(isinstance(c, str) and c for c in classes) or classes[0] == classes[1]:
+        raise ValueError(f"classes must be two distinct non-empty names (label 0's, label 1's), got {classes!r}")
+    return (classes[0], classes[1])
+
+
+def load_texts(
+    source,
+    *,
+    text: str = "text",
+    label: str = "label",
+    name: str | None = None,
+    classes: tuple[str, str] | None = None,
+    positive=None,
+    split: str | None = None,
+    min_len: int = 1,
+    max_len: int | None = None,
+    min_df: int = 1,
+    max_train: int | None = None,
+    max_eval: int | None = None,
+    seed: int = 0,
+) -> Dataset:
+    """Your own labelled texts as a `Dataset`, on the same pipeline as `load_dataset`.
+
+    ``source``: a pandas DataFrame; a path to a ``.csv``, ``.tsv``, ``.json`` (an array of
+    records, or JSON lines), ``.jsonl`` or ``.parquet`` file (by suffix; ``.gz`` etc. after
+    it are read too); a Hugging Face ``datasets.Dataset``; or a dict mapping ``"train"``,
+    ``"dev"`` (or ``"validation"``) and ``"test"`` to any of those (a ``DatasetDict`` is
+    one). ``text`` and ``label`` name the columns. ``name`` is the data set's name (it is
+    part of the model cache's key); default: the file's name without its suffix
+    (``food_reviews.csv`` -> ``"food_reviews"``); a DataFrame, a ``datasets.Dataset`` or a
+    dict needs one. The book's own data set names are refused: their published figures
+    would be put beside yours.
+
+    Labels: exactly two classes. Numeric 0/1 (or bools) pass through; two other numbers are
+    taken in ascending order (the smaller is 0). Two string labels are mapped in sorted
+    order, unless ``positive=`` names the one that becomes 1 or ``classes=(name_0, name_1)``
+    gives the order (for numeric labels, ``classes`` only names 0 and 1). A Hugging Face
+    ``ClassLabel`` keeps its own order and names. ``Dataset.classes[k]`` names label ``k``
+    and the description spells out the mapping.
+
+    Preprocessing is J&W's, as for the book's data sets: missing (NaN) or blank texts are
+    dropped and counted in ``stats["n_empty"]``; duplicates (one copy kept) and texts seen
+    with both labels are dropped and counted (``n_duplicates``, ``n_conflicting_labels``);
+    the length filter ``min_len <= tokens <= max_len`` (before SOS/EOS; default: keep every
+    non-empty text; the book uses 5.. for sentences, 6..399 for IMDB reviews) counts
+    ``n_too_short`` / ``n_too_long``. Splits: given ones (a dict, or a ``split`` column with
+    the values train / dev (validation, valid) / test; dev is carved from train when there
+    is none), else a seeded, stratified 80/10/10 split; then ``max_train`` / ``max_eval``
+    subsample it as in `load_dataset`; the vocabulary (``min_df`` in train, default 1)
+    comes from the training split. `glove_embeddings` and `attnlib.train` take the result
+    like any data set; the same arguments always give the same splits, vocabulary and ids,
+    so the model cache (keyed on the name, vocabulary, ids and labels) serves a model trained
+    on the same data again, and never one trained on other data.
+
+    Raises ValueError, saying what was found, for a missing column, a missing label, more
+    or fewer than two classes, fewer than ``MIN_INSTANCES`` (10) instances left after the
+    filters, or a split that holds one class only.
+    """
+    for arg, value in (("text", text), ("label", label)):
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"{arg} must be a column name (a non-empty str), got {value!r}")
+    if text == label:
+        raise ValueError(f"text and label must be two columns, both are {text!r}")
+    if split is not None and (not isinstance(split, str) or split in (text, label)):
+        raise ValueError(f"split must name a third column (of train/dev/test), got {split!r}")
+    classes = _check_classes(classes)
+    check_positive_int(seed, "seed", minimum=0)
+    check_positive_int(min_df, "min_df", minimum=1)
+    check_positive_int(min_len, "min_len", minimum=1)
+    if max_len is not None and check_positive_int(max_len, "max_len", minimum=1) < min_len:
+        raise ValueError(f"max_len ({max_len}) must be >= min_len ({min_len})")
+    for arg, value in (("max_train", max_train), ("max_eval", max_eval)):
+        if value is not None:
+            check_positive_int(value, arg, minimum=1)
+
+    # the sources: one (with or without a split column) or one per split
+    if isinstance(source, dict):
+        if split is not None:
+            raise ValueError("give the splits either as a dict of sources or as a split= column, not both")
+        unknown = [k for k in source if k not in _TABLE_SPLITS]
+        if unknown or not source:
+            raise ValueError(
+                f"a dict source maps split names {sorted(_TABLE_SPLITS)} to sources; got keys {list(source)}"
+            )
+        parts = [(_TABLE_SPLITS[k], v, f"load_texts (split {k!r})") for k, v in source.items()]
+        if len({p for p, _, _ in parts}) < len(parts):
+            raise ValueError(f"two keys of the dict name the same split: {list(source)}")
+        where = "a dict of " + ", ".join(
+            f"{k}: {Path(v).name if isinstance(v, (str, os.PathLike)) else type(v).__name__}" for k, v in source.items()
+        )
+    else:
+        parts = [("all", source, "load_texts")]
+        where = Path(source).name if isinstance(source, (str, os.PathLike)) else (
+            "a datasets.Dataset" if _hf_module(source) is not None else f"a {type(source).__name__}")
+    if name is None:
+        if not isinstance(source, (str, os.PathLike)):
+            raise ValueError(f"give the data set a name= (it keys the model cache); {where} has none")
+        name = _table_path_parts(source)[1]
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"name must be a non-empty str, got {name!r}")
+    name = name.strip()
+    if name.lower() in _SOURCES or name.lower() in _ALIASES or name.lower() in ("sst", "synthetic-long"):
+        raise ValueError(f"{name!r} is the name of one of the book's data sets (whose published figures would "
+                         "be shown beside yours): give your data another name=")
+
+    frames, declared = [], None
+    for piece, src, what in parts:
+        frame, names = _columns_of(src, text, label, split, what)
+        declared = declared or names
+        if split is None:
+            frame = frame.assign(_piece=piece)
+        else:
+            given = frame[split]
+            piece_of = given.map(lambda v: _TABLE_SPLITS.get(v.strip().lower()) if isinstance(v, str) else None)
+            if piece_of.isna().any():
+                odd = sorted({repr(v) for v in given[piece_of.isna()].tolist()})[:5]
+                raise ValueError(f"load_texts: the split column {split!r} holds {odd}; use train, dev "
+                                 "(or validation) and test")
+            frame = frame.assign(_piece=piece_of)
+        frames.append(frame)
+    table = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0].reset_index(drop=True)
+    # rows without a text are dropped (and counted) first; every other row needs a label
+    all_texts = _text_list(table[text])
+    ok = np.fromiter((t is not None and t.strip() != "" for t in all_texts), dtype=bool, count=len(table))
+    n_empty = int((~ok).sum())
+    rows = np.flatnonzero(ok)
+    texts = [all_texts[i] for i in rows.tolist()]
+    labels, names, order = _binary_codes(table[label].iloc[rows], label, classes, positive, declared)
+    piece = table["_piece"].to_numpy(dtype=object)[rows]
+    if len(texts) < MIN_INSTANCES:
+        raise ValueError(f"load_texts: {len(texts)} rows with a text (of {len(table)}; {n_empty} missing or "
+                         f"blank): at least {MIN_INSTANCES} are needed")
+
+    mapping = ", ".join(f"{v!r} -> {k}" for k, v in enumerate(order))
+    spec = _Source(
+        name=name,
+        description=f"{name}: your own data ({where}); text column {text!r}, label column {label!r} ({mapping})",
+        offline=True,
+        min_df=min_df,
+        min_len=min_len,
+        max_len=max_len,
+        classes=names,
+        substitute_note=(
+            "Your own data: not one of the papers' data sets, so no published figure stands beside it. "
+            f"Labels {mapping}."
+        ),
+    )
+    config = dict(
+        name=name, source=where, text=text, label=label, split=split, classes=names, positive=positive,
+        seed=seed, max_train=max_train, max_eval=max_eval, min_df=min_df, length_filter=(min_len, max_len),
+    )
+    with gc_paused():
+        corpus = Corpus.from_texts(texts)
+        raw = _Raw(corpus, texts, labels, piece, None, {"n_source": len(table), "n_empty": n_empty})
+        ds = _assemble(spec, raw, seed=seed, max_train=max_train, max_eval=max_eval, min_df=min_df, config=config)
+    n_kept = ds.stats["n_kept"]
+    if n_kept < MIN_INSTANCES:
+        raise ValueError(f"load_texts: {n_kept} instances left after the filters ({_dropped(ds.stats)}): at "
+                         f"least {MIN_INSTANCES} are needed")
+    for part, s in ds.splits.items():
+        present = np.unique(s.labels)
+        if len(present) < 2:
+            only = names[int(present[0])] if len(present) else "none"
+            raise ValueError(
+                f"load_texts: the {part} split holds {len(s)} instance(s) of one class only ({only!r}); every "
+                "split needs both classes to score a model (F1, ROC-AUC): give more data (of the rarer "
+                "class), a larger max_eval, or splits with both classes"
+            )
+    return ds
 
 
 # -- Pruthi et al.'s two-sentence task --------------------------------------------------------------------

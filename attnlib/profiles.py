@@ -83,8 +83,10 @@ class Profile:
     deception_transformer_epochs: int = 6
     deception_transformer: tuple = (4, 4, 32)
     deception_explained: int | None = None
-    #: Chapter 14: test sentences for raw attention, rollout and flow against importance (None = all)
+    #: Chapter 14: test sentences for raw attention, rollout and flow against importance (None = all),
+    #: and the synthetic task's training sentences for its transformer (None = all)
     flow_instances: int | None = None
+    flow_synthetic_train: int | None = None
     description: str = ""
 
     def dataset_kwargs(self, name: str) -> dict:
@@ -153,6 +155,7 @@ PROFILES: dict[str, Profile] = {
         deception_transformer=(2, 4, 16),
         deception_explained=200,
         flow_instances=300,
+        flow_synthetic_train=1000,
         description="small and fast: the whole book in about 15 min on 2 CPU cores, <= 2 GB",
     ),
     "paper": Profile(

@@ -286,7 +286,7 @@ def test_flow_validation_errors():
         flow(att, mask, normalise="yes")
     with pytest.raises(ValueError, match="Trace"):
         flow_cls(att)
-    assert FLOW_SCALE == 2**30
+    assert FLOW_SCALE == 2**26
 
 
 # ------------------------------------------------------------------ relevance by layer and its correlations
@@ -377,3 +377,17 @@ def test_relevance_by_layer_rejects_models_without_a_trace(tiny_dataset, tiny_mo
     with pytest.raises(ValueError, match="residual"):
         relevance_by_layer(TransformerClassifier(len(tiny_dataset.vocab), CONFIG), tiny_dataset.test,
                            max_instances=4, residual=1.0)
+
+
+def test_flow_of_a_batch_equals_each_sentence_alone_across_groups():
+    """40 sentences make two max-flow groups at the default scale; each sentence's flows are the same alone."""
+    lengths = np.random.default_rng(5).integers(1, 9, size=40)
+    att, mask = random_attentions(lengths, layers=3, heads=2, seed=11)
+    together = flow(att, mask, normalise=False)
+    for b in (0, 17, 30, 31, 39):
+        n = int(lengths[b])
+        alone = flow(att[b:b + 1, :, :, :n, :n], mask[b:b + 1, :n], normalise=False)
+        assert torch.equal(together[b, :n], alone[0])
+        assert torch.all(together[b, n:] == 0)
+    oracle_values = flow_oracle(att, lengths, RESIDUAL, normalise=False)
+    np.testing.assert_allclose(together.numpy(), oracle_values, atol=1e-6)

@@ -79,9 +79,13 @@ __all__ = [
 #: A&Z's weight of the identity (the residual connection) in A^ = r I + (1 - r) A.
 RESIDUAL = 0.5
 
-#: Capacities of :func:`flow` are round(A^ * FLOW_SCALE) as int32 (SciPy's max-flow needs integers). 2**30 keeps
-#: every capacity and every flow value (at most the source's capacity, about FLOW_SCALE) below 2**31.
-FLOW_SCALE = 2**30
+#: Capacities of :func:`flow` are round(A^ * FLOW_SCALE) as int32 (SciPy's max-flow needs integers). Each
+#: max-flow serves a group of sentences at once, and the group's total flow (at most the sum of their output
+#: nodes' capacities, about FLOW_SCALE each) must stay below 2**31: 2**26 lets up to 31 sentences share one call.
+FLOW_SCALE = 2**26
+
+#: The largest scale :func:`flow` accepts: one sentence per max-flow call.
+MAX_FLOW_SCALE = 2**30
 
 
 def _check_residual(residual) -> float:
@@ -205,7 +209,7 @@ def rollout_cls(trace: Trace, *, residual: float = RESIDUAL) -> torch.Tensor:
 def _check_scale(scale) -> int:
     if isinstance(scale, bool) or not isinstance(scale, numbers.Real) or not np.isfinite(scale):
         raise ValueError(f"scale must be a number in [1, 2**30], got {scale!r}")
-    if not 1 <= scale <= FLOW_SCALE:
+    if not 1 <= scale <= MAX_FLOW_SCALE:
         raise ValueError(
             f"scale must lie in [1, 2**30] (capacities A^ * scale and the flow values must fit SciPy's int32), "
             f"got {scale!r}"
@@ -213,30 +217,66 @@ def _check_scale(scale) -> int:
     return int(round(scale))
 
 
-def _layer_graph(steps: np.ndarray, scale: int):
-    """The flow network of one sentence: A^ (L, n, n) over its real positions -> CSR (int32 capacities).
+def _layer_edges(steps: np.ndarray, scale: int, offset: int):
+    """The edges of one sentence's flow network, as (rows, columns, capacities), its nodes numbered from ``offset``.
 
-    Node l * n + p is (layer l, position p), l = 0 .. L; row (l, q), l >= 1, has an edge to every
-    (l - 1, k) with capacity round(A^_{l-1}[q, k] * scale). Layer 0 has no out-edges. Built in one go:
-    the rows of all layers are A^'s rows in order, so data and indices are flat reshapes.
+    ``steps``: A^ (L, n, n) over the sentence's real positions. Node offset + l * n + p is
+    (layer l, position p), l = 0 .. L; node (l + 1, q) has an edge to every (l, k) with capacity
+    round(A^_l[q, k] * scale). Built in one go: the rows of all layers are A^'s rows in order.
     """
     L, n, _ = steps.shape
-    data = np.rint(steps * scale).astype(np.int32).reshape(-1)  # (L n n): row (l + 1, q), column k
-    indices = (np.arange(L, dtype=np.int32)[:, None, None] * n
-               + np.arange(n, dtype=np.int32)[None, None, :]).repeat(n, axis=1).reshape(-1)
-    indptr = np.concatenate([np.zeros(n, dtype=np.int32), np.arange(0, L * n * n + 1, n, dtype=np.int32)])
-    return scipy.sparse.csr_array((data, indices, indptr), shape=((L + 1) * n, (L + 1) * n))
+    capacity = np.rint(steps * scale).astype(np.int64).reshape(-1)  # (L n n): row (l + 1, q), column k
+    rows = offset + n + np.repeat(np.arange(L * n), n)
+    columns = offset + (np.arange(L)[:, None, None] * n + np.arange(n)[None, None, :]).repeat(n, axis=1).reshape(-1)
+    return rows, columns, capacity
 
 
-def _flows(steps: np.ndarray, scale: int) -> np.ndarray:
-    """Max-flow values (n,) from node (L, 0) to each (0, k) of one sentence, in units of A^ (not normalised)."""
-    L, n, _ = steps.shape
-    if n == 1:
-        return np.ones(1)
-    graph = _layer_graph(steps, scale)
-    source = L * n
-    return np.array([maximum_flow(graph, source, k, method="dinic").flow_value for k in range(n)],
-                    dtype=np.float64) / scale
+def _group_flows(steps: list, scale: int) -> list:
+    """Max-flow values from each sentence's output node (L, 0) to each of its input tokens (0, k), in units of A^.
+
+    ``steps``: one A^ (L, n_b, n_b) per sentence of the group. The sentences' networks go side by
+    side into one graph with a super-source S, an edge S -> (L, 0)_b for every sentence b (capacity:
+    the total capacity out of (L, 0)_b, so it never binds) and a super-sink. Max-flow j joins the
+    super-sink to input token j of every sentence that has one. The networks share no node, so the
+    flow through S -> (L, 0)_b is sentence b's own maximum flow to its token j: one SciPy call
+    serves the whole group, and a sentence's flows are the same in any group (integer capacities,
+    a unique max-flow value).
+    """
+    sizes = np.array([s.shape[1] for s in steps])
+    L = steps[0].shape[0]
+    offsets = np.concatenate([[0], np.cumsum((L + 1) * sizes)])
+    source, sink = int(offsets[-1]), int(offsets[-1]) + 1
+    parts = [_layer_edges(s, scale, int(o)) for s, o in zip(steps, offsets[:-1])]
+    outputs = offsets[:-1] + L * sizes  # node (L, 0) of each sentence
+    # (L, 0)'s out-edges are the first row of the top layer's block of a sentence's edges
+    out_capacity = np.array([p[2][(L - 1) * n * n:(L - 1) * n * n + n].sum() for p, n in zip(parts, sizes)])
+    tokens = np.concatenate([o + np.arange(n) for o, n in zip(offsets[:-1], sizes)])  # every (0, k)
+    position = np.concatenate([np.arange(n) for n in sizes])
+    owner = np.repeat(np.arange(len(sizes)), sizes)
+    rows = np.concatenate([*(p[0] for p in parts), np.full(len(sizes), source), tokens])
+    columns = np.concatenate([*(p[1] for p in parts), outputs, np.full(len(tokens), sink)])
+    capacity = np.concatenate([*(p[2] for p in parts), out_capacity, np.zeros(len(tokens), dtype=np.int64)])
+    # rows are in node order and each row's columns increasing: CSR by a stable sort of the rows
+    order = np.lexsort((columns, rows))
+    rows, columns, capacity = rows[order], columns[order], capacity[order]
+    n_nodes = source + 2
+    indptr = np.searchsorted(rows, np.arange(n_nodes + 1)).astype(np.int32)
+    indices = columns.astype(np.int32)
+    is_sink = columns == sink
+    sink_slot = np.empty(len(tokens), dtype=np.int64)
+    sink_slot[np.searchsorted(tokens, rows[is_sink])] = np.flatnonzero(is_sink)
+    results = [np.zeros(n) for n in sizes]
+    for j in range(int(sizes.max())):
+        data = capacity.copy()
+        at_j = position == j
+        data[sink_slot[at_j]] = out_capacity[owner[at_j]]
+        graph = scipy.sparse.csr_array((data.astype(np.int32), indices, indptr), shape=(n_nodes, n_nodes))
+        sent = maximum_flow(graph, source, sink, method="dinic").flow.tocsr()
+        lo, hi = sent.indptr[source], sent.indptr[source + 1]
+        per_output = dict(zip(sent.indices[lo:hi].tolist(), sent.data[lo:hi].tolist()))
+        for b in np.flatnonzero(sizes > j):
+            results[b][j] = per_output.get(int(outputs[b]), 0) / scale
+    return results
 
 
 def flow(attentions: torch.Tensor, key_mask: torch.Tensor, *, residual: float = RESIDUAL,
@@ -257,11 +297,12 @@ def flow(attentions: torch.Tensor, key_mask: torch.Tensor, *, residual: float = 
     round(A^ * scale) as int32, and the flows are divided by ``scale`` again. Rounding moves
     each capacity by at most 1 / (2 scale), so the capacity of any cut of m edges, and hence a
     flow value, by at most m / (2 scale) <= L n^2 / (2 scale) for n real positions: with the
-    default scale 2**30, at most 2e-5 for 6 layers and 80 tokens in the worst case (every edge
-    of a cut rounded the same way); measured against networkx's exact flows, about 1e-9
-    (``tests/test_flow.py``, ``benchmarks/bench_flow.py``). A sentence's graph is built once,
-    vectorised, and reused for its n max-flows; the loop is over sentences and tokens only,
-    each step one SciPy call (an 80-token, 6-layer sentence takes about 0.15 s).
+    default scale 2**26, at most 3e-4 for 6 layers and 80 tokens in the very worst case (every
+    edge of a cut rounded the same way); measured against networkx's exact flows, below 1e-7
+    (``tests/test_flow.py``, ``benchmarks/bench_flow.py``). The networks of up to
+    2**31 / (scale + T) sentences (31 at the default scale) go side by side into one graph with a
+    super-source, and max-flow j reaches token j of all of them at once, so a batch costs about
+    (B / 31) x T SciPy calls instead of B x T; each sentence's flows are the same in any batch.
 
     Args:
         attentions: (B, L, h, T, T) attention probabilities, as for :func:`rollout`.
@@ -284,10 +325,14 @@ def flow(attentions: torch.Tensor, key_mask: torch.Tensor, *, residual: float = 
     steps = _augmented(attentions, key_mask, residual).detach().double().cpu().numpy()  # (B, L, T, T)
     mask = key_mask.cpu().numpy()
     out = np.zeros(mask.shape, dtype=np.float64)
-    for b in range(mask.shape[0]):  # one graph per sentence, one max-flow per token
-        real = np.flatnonzero(mask[b])
-        values = _flows(steps[b][:, real][:, :, real], scale)
-        out[b, real] = values / values.sum() if normalise and values.sum() > 0 else values
+    # sentences per max-flow call: their output nodes' capacities (each <= scale + T / 2) must sum below 2**31
+    group = max(1, (2**31 - 1) // (scale + mask.shape[1]))
+    for start in range(0, mask.shape[0], group):
+        rows = range(start, min(start + group, mask.shape[0]))
+        real = [np.flatnonzero(mask[b]) for b in rows]
+        flows = _group_flows([steps[b][:, r][:, :, r] for b, r in zip(rows, real)], scale)
+        for b, r, values in zip(rows, real, flows):
+            out[b, r] = values / values.sum() if normalise and values.sum() > 0 else values
     return torch.as_tensor(out, dtype=attentions.dtype, device=attentions.device)
 
 
@@ -385,7 +430,7 @@ def relevance_by_layer(
     residual = _check_residual(residual)
     scale = _check_scale(scale)
     with _runs.experiment(model, split, seed=seed, max_instances=max_instances, chunk_size=chunk_size,
-                          rows=1, cost=lambda T, H: T * T * 64, budget=8_000_000, own_attention=False,
+                          rows=64, cost=lambda T, H: T * (T + H) * 64, budget=32_000_000, own_attention=False,
                           min_tokens=2) as run:
         scores = {m: [None] * len(run) for m in RELEVANCE_METHODS}
         probs = None

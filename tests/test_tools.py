@@ -106,3 +106,31 @@ def test_the_book_build_loads_the_script_deduplication():
 
     config = yaml.safe_load((Path(__file__).resolve().parents[1] / "_config.yml").read_text())
     assert config["sphinx"]["local_extensions"]["dedupe_page_scripts"] == "tools/"
+
+
+# ------------------------------------------------------------ tools/book_execution.py
+def test_book_execution_mode_comes_from_the_environment():
+    import book_execution
+
+    assert book_execution.mode_from_environment({}) is None
+    assert book_execution.mode_from_environment({"ATTNLIB_BOOK_EXECUTE": " "}) is None
+    assert book_execution.mode_from_environment({"ATTNLIB_BOOK_EXECUTE": "off"}) == "off"
+    with pytest.raises(ValueError, match="ATTNLIB_BOOK_EXECUTE"):
+        book_execution.mode_from_environment({"ATTNLIB_BOOK_EXECUTE": "never"})
+
+    class Config:
+        nb_execution_mode = "force"
+
+    config = Config()
+    import os
+
+    old = os.environ.get("ATTNLIB_BOOK_EXECUTE")
+    os.environ["ATTNLIB_BOOK_EXECUTE"] = "off"
+    try:
+        book_execution.apply(None, config)
+    finally:
+        if old is None:
+            del os.environ["ATTNLIB_BOOK_EXECUTE"]
+        else:
+            os.environ["ATTNLIB_BOOK_EXECUTE"] = old
+    assert config.nb_execution_mode == "off"

@@ -265,7 +265,7 @@ def _group_flows(steps: list, scale: int) -> list:
     is_sink = columns == sink
     sink_slot = np.empty(len(tokens), dtype=np.int64)
     sink_slot[np.searchsorted(tokens, rows[is_sink])] = np.flatnonzero(is_sink)
-    results = [np.zeros(n) for n in sizes]
+    values = np.zeros((len(sizes), int(sizes.max())))  # (sentences, token position j)
     for j in range(int(sizes.max())):
         data = capacity.copy()
         at_j = position == j
@@ -273,10 +273,10 @@ def _group_flows(steps: list, scale: int) -> list:
         graph = scipy.sparse.csr_array((data.astype(np.int32), indices, indptr), shape=(n_nodes, n_nodes))
         sent = maximum_flow(graph, source, sink, method="dinic").flow.tocsr()
         lo, hi = sent.indptr[source], sent.indptr[source + 1]
-        per_output = dict(zip(sent.indices[lo:hi].tolist(), sent.data[lo:hi].tolist()))
-        for b in np.flatnonzero(sizes > j):
-            results[b][j] = per_output.get(int(outputs[b]), 0) / scale
-    return results
+        through = np.zeros(len(sizes))  # the flow on each S -> (L, 0)_b, sentence order = node order
+        through[np.searchsorted(outputs, sent.indices[lo:hi])] = sent.data[lo:hi]
+        values[:, j] = through / scale
+    return [values[b, :n] for b, n in enumerate(sizes)]
 
 
 def flow(attentions: torch.Tensor, key_mask: torch.Tensor, *, residual: float = RESIDUAL,

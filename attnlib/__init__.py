@@ -14,7 +14,8 @@ imports a private (underscored) name of another (``tests/test_layout.py`` checks
                      baselines, adversarial_training, diagnostic; Part IV's identifiability,
                      token_identity, head_perturbation, head_importance, adversarial_keys,
                      deception, flow (rollout and attention flow), faithfulness (ERASER's
-                     comprehensiveness and sufficiency, rationale recovery)
+                     comprehensiveness and sufficiency, rationale recovery), explanations
+                     (every explanation method of Chapter 15 on the same instances)
     presentation/    viz, widgets, exercises: figures and checkers (not in the cache key)
 
 Why folders: a second model family (transformers) and four more experiment modules come
@@ -70,6 +71,7 @@ _SUBMODULES = {
     "head_importance": "experiments.head_importance",
     "flow": "experiments.flow",
     "faithfulness": "experiments.faithfulness",
+    "explanations": "experiments.explanations",
     "viz": "presentation.viz",
     "widgets": "presentation.widgets",
     "exercises": "presentation.exercises",

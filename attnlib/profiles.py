@@ -87,6 +87,11 @@ class Profile:
     #: and the synthetic task's training sentences for its transformer (None = all)
     flow_instances: int | None = None
     flow_synthetic_train: int | None = None
+    #: Chapter 15: test sentences every explanation is scored on (None = all), the harder synthetic
+    #: task's training sentences (None = all), and the test sentences of Chapter 13's deceivers
+    capstone_instances: int | None = None
+    capstone_synthetic_train: int | None = None
+    capstone_deception_instances: int | None = None
     description: str = ""
 
     def dataset_kwargs(self, name: str) -> dict:
@@ -156,6 +161,9 @@ PROFILES: dict[str, Profile] = {
         deception_explained=200,
         flow_instances=300,
         flow_synthetic_train=1000,
+        capstone_instances=200,
+        capstone_synthetic_train=2000,
+        capstone_deception_instances=100,
         description="small and fast: the whole book in about 15 min on 2 CPU cores, <= 2 GB",
     ),
     "paper": Profile(

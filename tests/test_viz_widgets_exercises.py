@@ -1,4 +1,5 @@
 """attnlib.viz, attnlib.widgets and attnlib.exercises: figures draw, widgets build, checkers judge."""
+import functools
 import json
 import re
 from pathlib import Path
@@ -530,3 +531,27 @@ def test_relevance_figures_and_the_rollout_widget(tiny_dataset):
     assert len(box.children) == 3
     with pytest.raises(ValueError, match="index"):
         widgets.rollout_figure(model, tiny_dataset.test, len(tiny_dataset.test))
+
+
+def test_chapter_15_checkers():
+    import math
+
+    def erasure(predict, words, scores, fraction, *, stable=True, ceil=True):
+        n = len(words)
+        k = min(n, max(1, math.ceil(round(fraction * n, 9)) if ceil else int(fraction * n)))
+        order = np.argsort(-np.asarray(scores), kind="stable" if stable else "quicksort")[:k]
+        top = np.zeros(n, dtype=bool)
+        top[order] = True
+        full = predict(words)
+        j = int(full.argmax())
+        without = predict([w for w, t in zip(words, top) if not t])
+        alone = predict([w for w, t in zip(words, top) if t])
+        return full[j] - without[j], full[j] - alone[j]
+
+    assert exercises.check_erasure_one_instance(erasure)
+    assert not exercises.check_erasure_one_instance(functools.partial(erasure, ceil=False))  # k = floor
+    swapped = exercises.check_erasure_one_instance(lambda *a: erasure(*a)[::-1])
+    assert not swapped and "off" in repr(swapped)
+    assert exercises.check_aopc(lambda v: np.asarray(v).mean(-1))
+    assert not exercises.check_aopc(lambda v: np.trapezoid(v, [0.01, 0.05, 0.1, 0.2, 0.5], axis=-1))
+    assert not exercises.check_aopc(lambda v: np.asarray(v).mean())  # one number for every curve

@@ -51,6 +51,8 @@ __all__ = [
     "check_attention_mass",
     "check_augmented_attention",
     "check_rollout",
+    "check_erasure_one_instance",
+    "check_aopc",
 ]
 
 
@@ -677,6 +679,68 @@ def check_rollout(fn: Callable) -> CheckResult:
 
     return _report("rollout", fn, [(a,) for a in _layer_cases(43)], lambda a: rollout(*_one_sentence(a))[0, -1], atol=1e-9,
                    to_numpy=lambda x: np.asarray(x, dtype=float))
+
+
+def _toy_predict(weights: dict):
+    """A bag-of-words classifier over a list of words: P(positive) = sigmoid(bias + sum of word weights)."""
+
+    def predict(words):
+        z = -0.2 + sum(weights.get(w, 0.0) for w in words)
+        p = 1.0 / (1.0 + np.exp(-z))
+        return np.array([1.0 - p, p])
+
+    return predict
+
+
+def _erasure_cases(seed: int) -> list:
+    """(predict, words, scores, fraction): ties in the scores, k = 1, k = n, an instance predicted negative."""
+    rng = np.random.default_rng(seed)
+    vocab = [f"w{i}" for i in range(12)]
+    predict = _toy_predict({w: float(x) for w, x in zip(vocab, rng.normal(0, 1.5, len(vocab)))})
+    cases = []
+    for n, fraction in ((10, 0.2), (7, 0.01), (20, 0.05), (9, 0.5), (4, 1.0), (15, 0.1)):
+        words = [vocab[i] for i in rng.integers(0, len(vocab), n)]
+        scores = np.round(rng.random(n), 1)  # rounding makes ties: the earlier token goes first
+        cases.append((predict, words, scores, fraction))
+    return cases
+
+
+def check_erasure_one_instance(fn: Callable) -> CheckResult:
+    """Exercise: ERASER's comprehensiveness and sufficiency of one instance at one fraction (Chapter 15).
+
+    ``fn(predict, words, scores, fraction) -> (comprehensiveness, sufficiency)``: ``predict``
+    maps a list of words to class probabilities (C,); the rationale is the top
+    k = ceil(fraction * n) words by score (at least 1; ties: the earlier word first); j is the
+    class predicted for all the words. Cases include ties, k = 1 and k = n (nothing left
+    without the rationale: ``predict([])``).
+    """
+    from ..experiments.faithfulness import probability_drop, rationale_mask
+
+    def reference(predict, words, scores, fraction):
+        keep = rationale_mask(scores, fraction)
+        full = predict(words)
+        without = predict([w for w, r in zip(words, keep) if not r])
+        alone = predict([w for w, r in zip(words, keep) if r])
+        return np.array([probability_drop(full, without), probability_drop(full, alone)])
+
+    return _report("comprehensiveness and sufficiency", lambda *a: np.asarray(fn(*a), dtype=float).reshape(-1),
+                   _erasure_cases(51), reference, atol=1e-9)
+
+
+def check_aopc(fn: Callable) -> CheckResult:
+    """Exercise: AOPC of curves over ERASER's fractions (Chapter 15).
+
+    ``fn(values) -> aopc``: ``values`` (..., F) holds a metric at the fractions 1, 5, 10, 20,
+    50 % (last axis); the AOPC is one number per curve, (...). Cases: one curve, a batch of
+    curves (N, F), instances x methods (N, M, F), and curves that are not monotone (an
+    area under a line through the points is not ERASER's AOPC).
+    """
+    from ..experiments.faithfulness import aopc
+
+    rng = np.random.default_rng(52)
+    cases = [(np.array([0.05, 0.12, 0.2, 0.31, 0.4]),), (rng.normal(0.2, 0.2, (6, 5)),),
+             (rng.random((4, 3, 5)),), (np.array([[0.3, -0.1, 0.2, 0.0, 0.5]]),)]
+    return _report("AOPC", fn, cases, aopc, atol=1e-12)
 
 
 # ----------------------------------------------------------------------------- the grade log

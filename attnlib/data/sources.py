@@ -507,7 +507,7 @@ def load_dataset(
     (a path, a list, or a dict with keys 'train', 'validation'/'dev', 'test'),
     read with the Hugging Face ``datasets`` loaders instead of the Hub.
     ``source_kwargs``: for ``"synthetic"`` the generator's ``n``, ``min_len``,
-    ``max_len``, ``max_majority`` (see `make_synthetic`); for online data sets,
+    ``max_len``, ``max_majority``, ``negation`` (see `make_synthetic`); for online data sets,
     passed to ``datasets.load_dataset`` (e.g. ``cache_dir``, ``revision``).
 
     Length filters (tokens, before SOS/EOS): rt-polarity and sst2 >= 5; imdb
@@ -537,7 +537,7 @@ def load_dataset(
     if spec.offline and data_files is not None:
         raise ValueError(f"data_files is only for the online data sets; {spec.name!r} ships offline")
     if spec.name == "synthetic":
-        allowed = {"n", "min_len", "max_len", "max_majority"}
+        allowed = {"n", "min_len", "max_len", "max_majority", "negation"}
         unknown = set(source_kwargs) - allowed
         if unknown:
             raise ValueError(f"unexpected arguments for 'synthetic': {sorted(unknown)}; allowed: {sorted(allowed)}")

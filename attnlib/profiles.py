@@ -161,9 +161,9 @@ PROFILES: dict[str, Profile] = {
         deception_explained=200,
         flow_instances=300,
         flow_synthetic_train=1000,
-        capstone_instances=200,
+        capstone_instances=100,
         capstone_synthetic_train=2000,
-        capstone_deception_instances=100,
+        capstone_deception_instances=60,
         description="small and fast: the whole book in about 15 min on 2 CPU cores, <= 2 GB",
     ),
     "paper": Profile(

@@ -80,12 +80,12 @@ METHODS = (
 _TRANSFORMER_ONLY = frozenset({"effective attention", "rollout", "flow"})
 
 #: Integrated gradients' step count (captum's Gauss-Legendre rule).
-IG_STEPS = 32
+IG_STEPS = 16
 
 _STREAM_RANDOM = 15  # the random ranking's stream of attnlib._runs.instance_uniform
 _ROWS = 64
 _BUDGET = 2**24
-_IG_TOKENS = 2**15  # interpolated rows x tokens per forward pass of integrated gradients
+_IG_TOKENS = 2**13  # interpolated rows x tokens per forward pass of integrated gradients
 
 
 def _check_model(model):

@@ -49,6 +49,7 @@ cpu.configure()
 _SUBMODULES = {
     "cache": "cache",
     "cpu": "cpu",
+    "portable": "portable",
     "data": "data",
     "metrics": "metrics",
     "models": "models",

@@ -44,6 +44,17 @@ slower idle (1.67 s, 1.05 s); one thread was flat (1.98 / 1.98 s, 0.44 / 0.43 s)
 trains on :data:`attnlib.train.TRAIN_THREADS` threads, whatever this says; the thread count
 here is also how many models :func:`attnlib.train.train_models` trains at once.
 
+**numpy and SciPy.** Their BLAS and LAPACK (OpenBLAS, built ``DYNAMIC_ARCH``) pick kernels
+by CPU too (``SkylakeX`` on an AMD EPYC with AVX-512), and numpy's own loops dispatch by
+instruction set: its float64 ``exp`` and ``log`` give other bits on AVX-512 (``X86_V4``) than
+on AVX2 (``X86_V3``). Importing attnlib pins OpenBLAS to its ``Haswell`` kernels
+(``OPENBLAS_CORETYPE``: AVX2 and FMA, the same code on every such CPU) and numpy's dispatch to
+``X86_V3`` (``NPY_DISABLE_CPU_FEATURES``), both read when the library loads: so import attnlib
+before numpy, as the chapters do. OpenBLAS runs one thread (``OPENBLAS_NUM_THREADS=1``, and
+``threadpoolctl`` for a library already loaded): results then depend on no thread count, and
+beside a busy process small SVDs took 2.9 ms on one OpenBLAS thread against 77 ms on two
+(threads stalled in OpenBLAS's barriers). :func:`status` says what holds (``blas``, ``numpy``).
+
 ``ATTNLIB_CPU_PINS=0`` turns the kernel pins off (faster; numbers then depend on the CPU).
 """
 from __future__ import annotations
@@ -57,6 +68,8 @@ from pathlib import Path
 
 __all__ = [
     "KERNEL_PINS",
+    "BLAS_PINS",
+    "NUMPY_LEVEL",
     "PINS_ENV_VAR",
     "THREADS_ENV_VAR",
     "CpuStatus",
@@ -71,6 +84,13 @@ __all__ = [
 
 #: The environment variables pinned at import (read by torch when it first computes).
 KERNEL_PINS = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "COMPATIBLE,STRICT"}
+#: numpy's and SciPy's OpenBLAS: the AVX2 kernels and one thread (read when the library loads).
+BLAS_PINS = {"OPENBLAS_CORETYPE": "Haswell", "OPENBLAS_NUM_THREADS": "1"}
+#: numpy's dispatch level: AVX2 (``X86_V3``) on every CPU; the features above it that this CPU
+#: has (by its /proc/cpuinfo flag) are switched off before numpy loads.
+NUMPY_LEVEL = "X86_V3"
+_NUMPY_ABOVE_V3 = {"X86_V4": ("avx512f",), "AVX512_ICL": ("avx512_vbmi2", "avx512vbmi2"),
+                   "AVX512_SPR": ("avx512_fp16", "avx512fp16")}
 #: Set to ``0`` to leave torch's kernel choice alone.
 PINS_ENV_VAR = "ATTNLIB_CPU_PINS"
 #: Set to a positive integer to choose torch's (inference) thread count.
@@ -102,12 +122,21 @@ class CpuStatus:
     threads: int  # torch's (inference) thread count
     cores: int  # available_cores()
     reason: str = ""  # why not pinned
+    blas: str = "n/a"  # numpy's and SciPy's OpenBLAS kernels and threads, e.g. "Haswell x1"
+    numpy: str = "n/a"  # numpy's highest dispatched instruction-set level, e.g. "X86_V3"
+    numeric_reason: str = ""  # why numpy's or SciPy's kernels are not the pinned ones ("" when they are)
+
+    @property
+    def numeric_pinned(self) -> bool:
+        """numpy's and SciPy's kernels are the pinned ones (OpenBLAS Haswell, one thread; numpy X86_V3)."""
+        return not self.numeric_reason
 
     def __str__(self) -> str:
         state = "pinned" if self.pinned else f"NOT pinned ({self.reason})"
         return (f"CPU kernels {state}: ATen {self.aten_capability}, MKL branch {self.mkl_branch}, "
                 f"oneDNN {'on' if self.onednn else 'off'}; {self.threads} torch threads "
-                f"({self.cores} cores available)")
+                f"({self.cores} cores available); numpy/SciPy: OpenBLAS {self.blas}, numpy {self.numpy}"
+                + (f" (NOT pinned: {self.numeric_reason})" if self.numeric_reason else ""))
 
 
 def _cgroup_quota(root: Path = Path("/sys/fs/cgroup")) -> float | None:
@@ -184,6 +213,58 @@ def _mkl_branch() -> str:
     return name + (",STRICT" if value & _MKL_CBWR_STRICT else "")
 
 
+def _cpu_flags() -> set:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                return set(line.partition(":")[2].split())
+    except OSError:
+        pass
+    return set()
+
+
+def _pin_numeric_env() -> None:
+    """Set numpy's and OpenBLAS's load-time switches (effective for the libraries not yet loaded)."""
+    for name, value in BLAS_PINS.items():
+        os.environ[name] = value
+    flags = _cpu_flags()
+    above = [feature for feature, names in _NUMPY_ABOVE_V3.items() if flags & set(names)]
+    if above and "NPY_DISABLE_CPU_FEATURES" not in os.environ:
+        os.environ["NPY_DISABLE_CPU_FEATURES"] = " ".join(above)
+
+
+def _numeric_state(wanted: bool) -> tuple[str, str, str]:
+    """(blas, numpy level, reason not pinned) for numpy's and SciPy's loaded libraries; one BLAS thread."""
+    reasons = []
+    try:
+        from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+    except ImportError:  # numpy 1.x
+        try:
+            from numpy.core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+        except ImportError:
+            __cpu_dispatch__, __cpu_features__ = [], {}
+    levels = [f for f in __cpu_dispatch__ if __cpu_features__.get(f)]
+    level = levels[-1] if levels else "baseline"
+    if wanted and any(__cpu_features__.get(f) for f in _NUMPY_ABOVE_V3):
+        reasons.append(f"numpy dispatches {level} (numpy was imported before attnlib)")
+    blas = "n/a"
+    try:
+        from threadpoolctl import threadpool_info, threadpool_limits
+
+        if wanted:
+            threadpool_limits(1, user_api="blas")
+        libs = [i for i in threadpool_info() if i.get("internal_api") == "openblas"]
+        if libs:
+            blas = ", ".join(sorted({f"{i.get('architecture')} x{i.get('num_threads')}" for i in libs}))
+            if wanted and any(i.get("architecture") != BLAS_PINS["OPENBLAS_CORETYPE"] for i in libs):
+                reasons.append(f"OpenBLAS runs {blas} (numpy was imported before attnlib)")
+    except ImportError:
+        pass
+    if not wanted:
+        reasons.append(f"{PINS_ENV_VAR}=0")
+    return blas, level, "; ".join(reasons)
+
+
 _STATUS: CpuStatus | None = None
 
 
@@ -199,6 +280,7 @@ def configure() -> CpuStatus:
     if wanted:
         for name, value in KERNEL_PINS.items():
             os.environ[name] = value
+        _pin_numeric_env()
     if not torch_was_imported:
         if "OMP_WAIT_POLICY" not in os.environ:
             os.environ.setdefault("GOMP_SPINCOUNT", "1000")
@@ -221,10 +303,11 @@ def configure() -> CpuStatus:
             reasons.append(f"MKL runs branch {branch} (torch computed before attnlib was imported)")
         if branch == "n/a":
             reasons.append("no MKL in this torch build (not x86-64 Linux)")
+    blas, level, numeric_reason = _numeric_state(wanted)
     _STATUS = CpuStatus(
         pinned=not reasons, aten_capability=capability, mkl_branch=branch,
         onednn=bool(torch.backends.mkldnn.enabled), threads=threads, cores=available_cores(),
-        reason="; ".join(reasons),
+        reason="; ".join(reasons), blas=blas, numpy=level, numeric_reason=numeric_reason,
     )
     return _STATUS
 
@@ -242,7 +325,8 @@ def status() -> CpuStatus:
         if onednn and current.pinned:
             reason = "oneDNN was switched back on"
         current = CpuStatus(pinned=pinned, aten_capability=current.aten_capability, mkl_branch=current.mkl_branch,
-                            onednn=onednn, threads=torch.get_num_threads(), cores=current.cores, reason=reason)
+                            onednn=onednn, threads=torch.get_num_threads(), cores=current.cores, reason=reason,
+                            blas=current.blas, numpy=current.numpy, numeric_reason=current.numeric_reason)
     return current
 
 

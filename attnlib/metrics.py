@@ -34,6 +34,7 @@ from functools import lru_cache
 import numpy as np
 import torch
 
+from . import portable
 from ._checks import (
     as_tensor,
     check_distribution,
@@ -204,7 +205,7 @@ def _tau_chunk(x: torch.Tensor, y: torch.Tensor, valid: torch.Tensor):
     xtie, x0, x1 = tie_stats(x, sx)
     ytie, y0, y1 = tie_stats(y, sy)
     degenerate = (xtie == tot) | (ytie == tot)
-    denom = torch.sqrt(tot - xtie) * torch.sqrt(tot - ytie)
+    denom = portable.sqrt(tot - xtie) * portable.sqrt(tot - ytie)
     tau = torch.where(degenerate, torch.nan, con_minus_dis / torch.where(degenerate, 1.0, denom))
     tau = tau.clamp(-1.0, 1.0)
 
@@ -213,7 +214,7 @@ def _tau_chunk(x: torch.Tensor, y: torch.Tensor, valid: torch.Tensor):
     var = (m * (2 * nf + 5) - x1 - y1) / 18 + (2 * xtie * ytie) / m
     safe = torch.where(nf > 2, 9 * m * (nf - 2), torch.ones_like(m))
     var = var + torch.where(nf > 2, x0 * y0 / safe, torch.zeros_like(m))
-    z = con_minus_dis / torch.sqrt(var)
+    z = con_minus_dis / portable.sqrt(var)
     pvalue = torch.special.erfc(z.abs() / math.sqrt(2.0))
 
     # Exact p-value where SciPy uses it: no ties, and n <= 33 or at most one discordant pair

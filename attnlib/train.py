@@ -32,7 +32,7 @@ import torch
 from torch import nn
 
 from . import cache, get_device, seed_everything
-from . import cpu
+from . import cpu, portable
 from .cpu import warn_if_unpinned
 from ._checks import check_positive_int, check_positive_number, check_seed
 from .data import Dataset, Split, glove_embeddings
@@ -135,14 +135,17 @@ def dataset_fingerprint(dataset: Dataset) -> str:
 
 
 def make_optimizer(model: nn.Module, train_config: TrainConfig) -> torch.optim.Optimizer:
-    """Adam (amsgrad) with weight decay on everything but the attention layer."""
+    """Adam (amsgrad) with weight decay on everything but the attention layer.
+
+    The fused kernel (:func:`attnlib.portable.adam`): the same bits on every x86-64 CPU.
+    """
     attention_ids = {id(p) for p in getattr(model, "attention_parameters", lambda: [])()}
     decayed = [p for p in model.parameters() if p.requires_grad and id(p) not in attention_ids]
     plain = [p for p in model.parameters() if p.requires_grad and id(p) in attention_ids]
     groups = [{"params": decayed, "weight_decay": train_config.weight_decay}]
     if plain:
         groups.append({"params": plain, "weight_decay": 0.0})
-    return torch.optim.Adam(groups, lr=train_config.lr, amsgrad=train_config.amsgrad)
+    return portable.adam(groups, lr=train_config.lr, amsgrad=train_config.amsgrad)
 
 
 def classification_metrics(labels: np.ndarray, probs: np.ndarray) -> dict:

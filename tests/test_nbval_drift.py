@@ -47,3 +47,52 @@ def test_a_drifted_notebook_is_reported_in_one_line_per_cell(tmp_path):
     assert "99_drift.ipynb, cell 0: 1 number(s) differ from the committed output, largest change 0.05: 0.7 -> 0.75 (+0.05)" in out.stdout
     assert "99_drift.ipynb: 1 cell(s) (cells 0), 1 number(s) moved" in out.stdout
     assert "1 failed" in out.stdout
+
+
+def test_glued_values_are_read_and_named_by_their_key():
+    hook = _hook_module()
+    def glue(name, value):
+        return {"output_type": "display_data", "metadata": {"scrapbook": {"name": name, "mime_prefix": hook._GLUE}},
+                "data": {hook._GLUE + "text/plain": repr(value)}}
+    committed = hook._text([glue("ch11_max_jsd", 0.07049773575454668)])
+    now = hook._text([glue("ch11_max_jsd", 0.07049773575454682)])
+    assert committed == "glue ch11_max_jsd = 0.07049773575454668"
+    count, largest, pairs, _ = hook.drift_summary(committed, now)
+    assert count == 1 and pairs == ["ch11_max_jsd: 0.07049773575454668 -> 0.07049773575454682 (+1.39e-16)"]
+    assert 0 < largest < 1e-15
+    # the digits inside a key are not numbers of the output
+    assert hook.drift_summary(hook._text([glue("ch11_a", 1.0)]), hook._text([glue("ch11_a", 1.0)]))[0] == 0
+
+
+def _sanitize(text: str) -> str:
+    """Apply tests/nbval_sanitize.cfg's sections in order, as nbval does."""
+    import configparser
+    import re
+
+    config = configparser.ConfigParser()
+    config.read(ROOT / "tests" / "nbval_sanitize.cfg")
+    for section in config.sections():
+        text = re.sub(config[section]["regex"], config[section]["replace"], text)
+    return text
+
+
+# (committed, now, equal after sanitising?): an absolute precision of 1e-10 in every notation
+_FLOAT_PAIRS = [
+    ("0.7742302630158561", "0.774230263015856", True),  # a last-bit change (Chapter 2 on an AMD EPYC)
+    ("0.5300739201796476", "0.5300739201794906", True),  # 1.6e-13
+    ("0.5300739201796476", "0.5300739203796476", False),  # 2e-10
+    ("6.4194446782662825e-09", "6.419444661661174e-09", True),  # rounding residue: 2e-17 apart
+    ("6.4194446782662825e-09", "6.519444661661174e-09", False),  # 1e-10 apart
+    ("3.2e-12", "-7.9e-11", True),  # both below 1e-10: zero at this precision
+    ("3.2e-12", "3.2e-09", False),
+    ("1.2345678912345e-05", "1.2345678998e-05", True),  # 8.6e-15 apart
+    ("1.2345678912345e-05", "1.2345778912345e-05", False),  # 1e-10 apart
+    ("0.25", "0.26", False),
+    ("12", "13", False),
+    ("ch11_x1e-05", "ch11_x1e-05", True),
+]
+
+
+def test_the_float_sanitizer_compares_every_notation_to_an_absolute_1e_10():
+    for committed, now, equal in _FLOAT_PAIRS:
+        assert (_sanitize(f"value {committed} end") == _sanitize(f"value {now} end")) is equal, (committed, now)

@@ -66,7 +66,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .. import cache, metrics
+from .. import cache, metrics, portable
 from .._checks import check_bool, check_positive_int, check_positive_number, check_seed
 from ..cpu import warn_if_unpinned
 from ..data import Split, stratified_positions
@@ -315,7 +315,7 @@ def _train(model, split: Split, key_map: AdversarialKeyMap, s: dict) -> list[dic
 
     device = device_of(model)
     layer, alpha = s["layer"], s["alpha"]
-    optimizer = torch.optim.Adam(key_map.parameters(), lr=s["lr"])
+    optimizer = portable.adam(key_map.parameters(), lr=s["lr"])
     edits = {layer: key_map}
     history = []
     bar = tqdm(total=s["epochs"] * split.n_batches(s["batch_size"]), desc=f"adversarial keys, layer {layer}, "

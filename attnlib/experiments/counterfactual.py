@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .. import _runs, metrics
+from .. import _runs, metrics, portable
 from .._runs import InstanceResult
 from .._checks import check_positive_int, check_positive_number, check_seed
 from ..models import Site, interventions, masked_softmax
@@ -508,7 +508,7 @@ def adversarial_attention(
                 logits = _initial_logits(first, n_real, chunk.index.cpu(), k * Q, seed, init_noise, T)
                 logits = logits.view(n, k, *alpha_hat.shape[1:])
                 logits = logits.to(device=device, dtype=alpha_hat.dtype).requires_grad_(True)
-                optimizer = torch.optim.Adam([logits], lr=lr, amsgrad=True)
+                optimizer = portable.adam([logits], lr=lr, amsgrad=True)
                 keys = mask.view(n, 1, *([1] * (alpha_hat.ndim - 2)), T)  # (n, 1, [1,] T)
                 hat3 = alpha_hat.unsqueeze(1).expand(n, k, *alpha_hat.shape[1:])
                 y_hat3 = y_hat.unsqueeze(1).expand(n, k, C)

@@ -77,6 +77,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
+from .. import portable
 from .._checks import as_tensor, check_bool, check_finite, check_positive_int, check_positive_number, check_seed
 from ..train import seeded, training_threads
 
@@ -379,7 +380,7 @@ def _fit(X: torch.Tensor, Y: torch.Tensor, probes: tuple, distances: tuple, *, m
     mu_y = sum(Y[c].double().sum(0) for c in chunks) / N
     var_x = sum(((X[:, c].double() - mu_x[:, None, :]) ** 2).sum(1) for c in chunks) / N
     ss_y = sum(float(((Y[c].double() - mu_y) ** 2).sum()) for c in chunks)
-    sd_x = var_x.sqrt()
+    sd_x = portable.sqrt(var_x)
     # features constant up to rounding (relative to the layer's scale) are centred, not scaled
     scale = mu_x.abs().amax(-1, keepdim=True) + sd_x.amax(-1, keepdim=True)
     sd_x = torch.where(sd_x > 1e-6 * scale, sd_x, torch.ones_like(sd_x))
@@ -411,7 +412,7 @@ def _fit(X: torch.Tensor, Y: torch.Tensor, probes: tuple, distances: tuple, *, m
         w = [t.requires_grad_() for t in weights["mlp"]]
         trained.append(("mlp", distances, w))
     if trained:
-        opt = torch.optim.Adam([t for _, _, w in trained for t in w], lr=lr)
+        opt = portable.adam([t for _, _, w in trained for t in w], lr=lr)
         for _ in tqdm(range(epochs), desc="token identity probes", unit="epoch", disable=not progress,
                       mininterval=1.0):
             order = torch.randperm(N, generator=g)

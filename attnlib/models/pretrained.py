@@ -42,6 +42,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from .. import portable
 from .._checks import check_positive_int, check_positive_number, check_seed
 from ..data import Batch
 from .heads import Trace, apply_edits, check_edits, flatten_candidates, key_mask_of
@@ -583,7 +584,7 @@ class PretrainedClassifier(nn.Module):
             return loss
 
         with torch.enable_grad():
-            optimizer.step(closure)
+            portable.lbfgs_step(optimizer, closure)
         with torch.no_grad():
             loss = float(objective())
             z = X @ W.t() + b

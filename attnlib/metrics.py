@@ -44,7 +44,7 @@ from ._checks import (
     to_output,
 )
 
-__all__ = ["tvd", "kl", "jsd", "kendall_tau", "spearman", "attention_positions", "EPS"]
+__all__ = ["tvd", "kl", "jsd", "kendall_tau", "spearman", "attention_positions", "residue_bound", "EPS"]
 
 EPS = 1e-10
 
@@ -363,3 +363,19 @@ def attention_positions(attention) -> dict:
         "peak on last token": float(np.mean(unique & (last == peak))),
         "mean peak weight": float(peak.mean()),
     }
+
+
+def residue_bound(value) -> str:
+    """Rounding residue shown as a bound, never with its noise digits: 6.42e-09 -> ``"below 1e-8"``.
+
+    A residual that exact arithmetic makes 0 (a float32 model's output moved by 2e-7, a null-space
+    product of 6e-9) carries digits that follow whichever kernels ran: they differ between CPUs
+    and mean nothing. The bound is the next power of ten above ``|value|`` (``"0"`` for an exact 0).
+    """
+    x = abs(float(value))
+    if not math.isfinite(x):
+        raise ValueError(f"residue_bound takes a finite number, got {value!r}")
+    if x == 0.0:
+        return "0"
+    exponent = math.floor(math.log10(x)) + 1
+    return f"below 1e{exponent}" if exponent < 0 else f"below {10 ** exponent:g}"

@@ -370,3 +370,24 @@ def test_spearman_rejects_bad_input():
         spearman(np.array([[1.0, np.inf]]), np.array([[1.0, 2.0]]))
     with pytest.raises(ValueError):
         spearman(np.ones((2, 3)), np.ones((2, 4)))
+
+
+def test_residue_bound_shows_rounding_residue_as_the_next_power_of_ten():
+    from attnlib.metrics import residue_bound
+
+    assert residue_bound(6.4194446782662825e-09) == "below 1e-8"
+    assert residue_bound(6.419444661661174e-09) == "below 1e-8"  # the same bound on another CPU
+    assert residue_bound(-1.788139e-07) == "below 1e-6"
+    assert residue_bound(np.float32(2.086163e-07)) == "below 1e-6"
+    assert residue_bound(torch.tensor(0.03)) == "below 1e-1"
+    assert residue_bound(0.0) == "0"
+    with pytest.raises(ValueError, match="finite"):
+        residue_bound(float("nan"))
+
+
+@given(st.floats(min_value=1e-300, max_value=1e-2))
+def test_residue_bound_is_above_the_value_and_within_ten_times_it(x):
+    from attnlib.metrics import residue_bound
+
+    bound = float(residue_bound(x).removeprefix("below "))
+    assert x < bound <= 10 * x * (1 + 1e-12)

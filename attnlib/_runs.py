@@ -58,7 +58,7 @@ def select(split_or_batch, max_instances: int | None, seed: int) -> Batch:
         if len(batch) == 0:
             raise ValueError("the batch is empty")
         if max_instances is not None and max_instances < len(batch):
-            batch = take(batch, stratified_positions(batch.labels.numpy(), max_instances, np.random.default_rng(seed)))
+            batch = take(batch, stratified_positions(batch.labels.cpu().numpy(), max_instances, np.random.default_rng(seed)))
         return batch
     raise ValueError(
         f"split_or_batch must be an attnlib.data.Split or Batch, got {type(split_or_batch).__name__}"
@@ -67,7 +67,7 @@ def select(split_or_batch, max_instances: int | None, seed: int) -> Batch:
 
 def take(batch: Batch, rows) -> Batch:
     """Rows of a Batch (all its fields, given attention included), trimmed to their longest instance."""
-    rows = torch.as_tensor(np.asarray(rows), dtype=torch.long)
+    rows = torch.as_tensor(np.asarray(rows), dtype=torch.long, device=batch.tokens.device)
     lengths = batch.lengths[rows]
     T = int(lengths.max())
     return Batch(
@@ -202,15 +202,15 @@ class Run:
 
     @property
     def lengths(self) -> np.ndarray:
-        return self.batch.lengths.numpy() - 2
+        return self.batch.lengths.cpu().numpy() - 2
 
     @property
     def labels(self) -> np.ndarray:
-        return self.batch.labels.numpy().copy()
+        return self.batch.labels.cpu().numpy().copy()
 
     @property
     def indices(self) -> np.ndarray:
-        return self.batch.index.numpy().copy()
+        return self.batch.index.cpu().numpy().copy()
 
     def instance_fields(self, probs: np.ndarray, keep: np.ndarray | None = None) -> dict:
         """The :class:`InstanceResult` fields of this run, given y-hat (N, C): keyword arguments.
@@ -281,14 +281,14 @@ def experiment(
     if chunk_size is not None:
         chunk_size = check_positive_int(chunk_size, "chunk_size")
     batch = select(split_or_batch, max_instances, seed)
-    short = (batch.lengths - 2).numpy() < min_tokens
-    excluded = batch.index.numpy()[short]
+    short = (batch.lengths - 2).cpu().numpy() < min_tokens
+    excluded = batch.index.cpu().numpy()[short]
     if short.all():
         raise ValueError(f"no instance has {min_tokens} or more real tokens, which this experiment needs")
     if short.any():
         batch = take(batch, np.flatnonzero(~short))
     H = int(model.hidden_size)
-    parts = chunks(batch.lengths.numpy(), rows, lambda T: cost(T, H), budget, chunk_size)
+    parts = chunks(batch.lengths.cpu().numpy(), rows, lambda T: cost(T, H), budget, chunk_size)
     with eval_mode(model):
         yield Run(model=model, batch=batch, chunks=parts, device=device_of(model), excluded=excluded, seed=seed)
 

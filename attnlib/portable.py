@@ -37,7 +37,7 @@ __all__ = ["sqrt", "adam", "lbfgs_step"]
 class _CorrectlyRoundedSqrt(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):
-        out = torch.from_numpy(np.sqrt(x.detach().cpu().numpy()))  # numpy: the hardware's IEEE sqrt
+        out = torch.from_numpy(np.asarray(np.sqrt(x.detach().cpu().numpy())))  # numpy: the hardware's IEEE sqrt
         ctx.save_for_backward(out)
         return out
 

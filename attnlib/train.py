@@ -177,7 +177,7 @@ def predict_proba(model: AttentionClassifier, split: Split, *, batch_size: int =
     with eval_mode(model):
         for batch in split.batches(batch_size):
             probs = model(batch.to(device)).probs
-            out[batch.index.numpy()] = probs.double().cpu().numpy()
+            out[batch.index.cpu().numpy()] = probs.double().cpu().numpy()
     return out
 
 
@@ -202,7 +202,7 @@ def predict(model: AttentionClassifier, split: Split, *, batch_size: int = 256) 
     with eval_mode(model):
         for batch in split.batches(batch_size):
             out = model(batch.to(device))
-            idx = batch.index.numpy()
+            idx = batch.index.cpu().numpy()
             probs[idx] = out.probs.double().cpu().numpy()
             alpha = out.attention.cpu().numpy()
             mask = out.encoded.mask.cpu().numpy()

@@ -95,7 +95,7 @@ _OBJECTIVE_VERSION = "alpha-bce-minus-(1-alpha)-mean-row-jsd/v1"
 
 # ----------------------------------------------------------------------------- the key map
 def _uniform(shape, bound: float, generator: torch.Generator) -> torch.Tensor:
-    return (torch.rand(shape, generator=generator, dtype=torch.float32) * 2 - 1) * bound
+    return (torch.rand(shape, generator=generator, dtype=torch.float32, device="cpu") * 2 - 1) * bound
 
 
 class AdversarialKeyMap(nn.Module):
@@ -367,7 +367,7 @@ def _state_fingerprint(module: nn.Module) -> str:
     h = hashlib.sha256()
     for name, tensor in sorted(module.state_dict().items()):
         h.update(name.encode() + str(tuple(tensor.shape)).encode())
-        h.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+        h.update(tensor.detach().cpu().contiguous().cpu().numpy().tobytes())
     return h.hexdigest()
 
 

@@ -272,7 +272,7 @@ def _model_fingerprint(model: torch.nn.Module) -> str:
     for name, tensor in sorted(model.state_dict().items()):
         h.update(name.encode())
         h.update(str(tuple(tensor.shape)).encode())
-        h.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+        h.update(tensor.detach().cpu().contiguous().cpu().numpy().tobytes())
     return h.hexdigest()
 
 
@@ -282,12 +282,12 @@ def _base_outputs(model: AttentionClassifier, split: Split, device, batch_size: 
     n, t_max = len(split), int(split.lengths().max()) + 2
     probs = torch.zeros(n, model.config.n_classes, device=device)
     alpha = torch.zeros(n, t_max, device=device)
-    with eval_mode(model):
+    with eval_mode(model):  # the base runs where it lives; its outputs go where the adversary trains
         for batch in split.batches(batch_size):
-            batch = batch.to(device)
-            out = model(batch)
-            probs[batch.index] = out.probs.float()
-            alpha[batch.index, : out.attention.shape[1]] = out.attention.float()
+            out = model(batch.to(device_of(model)))
+            index = batch.index.to(device)
+            probs[index] = out.probs.float().to(device)
+            alpha[index, : out.attention.shape[1]] = out.attention.float().to(device)
     return probs, alpha
 
 

@@ -294,7 +294,7 @@ def dilution_curve(models: dict, vocab, *, marker: str = "superb", lengths=range
     batch = collate(ids, labels=np.zeros(len(ids), dtype=np.int64))
     if vocab.stoi.get(marker) is None:
         raise ValueError(f"the marker {marker!r} is not in the vocabulary: use a data set that contains it")
-    where = (batch.tokens == vocab.stoi[marker]).numpy()  # (N, T): exactly one True per row
+    where = (batch.tokens == vocab.stoi[marker]).cpu().numpy()  # (N, T): exactly one True per row
     frames = []
     for name, model in models.items():
         model = getattr(model, "model", model)

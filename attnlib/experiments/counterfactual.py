@@ -261,12 +261,12 @@ def _initial_logits(first, n_real, index, k: int, seed: int, init_noise: float, 
     elementwise). Entries off the real tokens are 0 (masked out of every softmax).
     """
     n = len(first)
-    out = torch.zeros(n, k, T)
+    out = torch.zeros(n, k, T, device="cpu")  # set-up on the CPU; the caller moves it
     g = torch.Generator()
     for i in range(n):  # set-up only (a few microseconds per instance), not the optimisation
         L, f = int(n_real[i]), int(first[i])
         g.manual_seed(_runs.instance_seed(seed, int(index[i])))
-        out[i, :, f : f + L] = -math.log(L) + init_noise * torch.randn(k, L, generator=g)
+        out[i, :, f : f + L] = -math.log(L) + init_noise * torch.randn(k, L, generator=g, device="cpu")
     return out
 
 
@@ -388,7 +388,7 @@ def permute_attention(
             max_attention[rows] = first_row.max(-1).values.double().cpu().numpy()
             probs_out[rows] = y_hat.double().cpu().numpy()
             if perms is not None:
-                perms[rows, :, : src.shape[-1]] = src.numpy()
+                perms[rows, :, : src.shape[-1]] = src.cpu().numpy()
     return PermutationResult(
         median_tvd=np.median(all_tvd, axis=1),  # the mean of the middle two for even P, as np.median in J&W
         max_attention=max_attention,
@@ -548,7 +548,7 @@ def adversarial_attention(
         eps=eps,
         search_eps=eps,
         candidates=candidates,
-        mask=run.batch.mask.numpy().copy(),
+        mask=run.batch.mask.cpu().numpy().copy(),
         alpha=alpha_all,
         tvd=tvd_all,
         jsd=jsd_all,

@@ -153,7 +153,7 @@ def _rows_over_words(values: torch.Tensor, words: torch.Tensor, normalise: bool)
         total = values.sum(-1, keepdim=True)
         values = values / torch.where(total > 0, total, torch.ones_like(total))
     lengths = words.sum(-1).tolist()
-    flat = values[words].numpy()
+    flat = values[words].cpu().numpy()
     return np.split(flat, np.cumsum(lengths)[:-1])
 
 

@@ -350,8 +350,8 @@ def _score_table(scores, split_or_batch):
 
 def _padded_scores(table: dict, names: tuple, batch, lengths: np.ndarray) -> np.ndarray:
     """(N, M, T) float64 scores aligned to ``batch.tokens`` (0 off the real tokens), validated."""
-    index = batch.index.numpy()
-    mask = batch.mask.numpy()
+    index = batch.index.cpu().numpy()
+    mask = batch.mask.cpu().numpy()
     out = np.zeros((len(index), len(names), mask.shape[1]))
     for m, name in enumerate(names):  # gathering ragged arrays once per run, not in the hot path
         values = table[name]
@@ -480,7 +480,7 @@ def faithfulness(
     names, table, source = _score_table(scores, split_or_batch)
     M, F = len(names), len(fractions)
     R = 2 * M * F  # reduced inputs per instance
-    frac = torch.tensor(fractions, dtype=torch.float64)
+    frac = torch.tensor(fractions, dtype=torch.float64, device="cpu")
     with _runs.experiment(model, source, seed=seed, max_instances=max_instances, chunk_size=chunk_size,
                           rows=_ROWS, cost=lambda T, H: R * T * (H + T), budget=_BUDGET,
                           checked_model=model) as run, torch.no_grad():

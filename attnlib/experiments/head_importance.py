@@ -179,7 +179,7 @@ def gate_gradients(model, data, *, batch_size: int = 128) -> np.ndarray:
     n_classes = _n_classes(model)
     with eval_mode(model):
         grads = [_gate_gradient(model, batch, L, h, n_classes).double().cpu() for batch in batches]
-    return torch.cat(grads).numpy()
+    return torch.cat(grads).cpu().numpy()
 
 
 def _normalise_layers(scores: np.ndarray) -> np.ndarray:
@@ -211,7 +211,7 @@ def _correct(model, batches: list, edits: dict | None, n_classes: int) -> np.nda
         for batch in batches:
             predicted = model(batch, edits=edits).probs.argmax(-1)
             out.append((predicted == _labels(batch, n_classes, device)).cpu())
-    return torch.cat(out).numpy()
+    return torch.cat(out).cpu().numpy()
 
 
 def _mcnemar(base: np.ndarray, masked: np.ndarray) -> tuple[int, int, float]:

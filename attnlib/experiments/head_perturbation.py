@@ -110,7 +110,7 @@ def _permute_scope(run, sites: list[Site], P: int, rng: np.random.Generator):
     for rows, chunk in run.chunk_batches():
         n, T = chunk.tokens.shape
         mask = chunk.tokens != PAD  # the transformer's keys: every real position, [CLS] and [SEP] included
-        identity = torch.arange(T).expand(n, 1, T, T)
+        identity = torch.arange(T, device="cpu").expand(n, 1, T, T)  # sources live on the CPU
         sources = {  # per site (n * (1 + P), T, T): row 0 of each instance unpermuted (alpha-hat)
             site: torch.cat([identity, counterfactual.query_row_sources(mask.cpu(), T, P, rng)], 1).reshape(-1, T, T)
             for site in sites
@@ -126,9 +126,9 @@ def _permute_scope(run, sites: list[Site], P: int, rng: np.random.Generator):
             probs = run.model(tokens, edits={site: edit_for(src) for site, src in sources.items()}).probs
         probs = probs.view(n, 1 + P, -1)
         y_hat = probs[:, 0]
-        tvd[rows] = metrics.tvd(probs[:, 1:], y_hat.unsqueeze(1).expand_as(probs[:, 1:]), check=False).double().numpy()
-        predicted[rows] = probs[:, 1:].argmax(-1).numpy()
-        y_hat_all[rows] = y_hat.double().numpy()
+        tvd[rows] = metrics.tvd(probs[:, 1:], y_hat.unsqueeze(1).expand_as(probs[:, 1:]), check=False).double().cpu().numpy()
+        predicted[rows] = probs[:, 1:].argmax(-1).cpu().numpy()
+        y_hat_all[rows] = y_hat.double().cpu().numpy()
     return tvd, predicted, y_hat_all
 
 
@@ -248,7 +248,7 @@ def adversarial_heads(
         n = len(r)
         best = np.where(r.best[:, None, None] < 0, r.alpha, r.candidates[np.arange(n), np.maximum(r.best, 0)])
         cls = metrics.jsd(torch.from_numpy(best[:, 0]).double(), torch.from_numpy(r.alpha[:, 0]).double(),
-                          check=False).numpy()
+                          check=False).cpu().numpy()
         frames.append(pd.DataFrame({
             "layer": site.layer, "head": site.head, "instance": r.indices, "predicted": r.predicted,
             "eps_max_jsd": r.eps_max_jsd, "cls_jsd": cls, "kept": r.kept.sum(1),

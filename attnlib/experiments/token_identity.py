@@ -271,7 +271,7 @@ def nearest_positions(predictions, embeddings, lengths, *, distance: str = "cosi
     step = max(1, MATCH_BYTES // (4 * M * S * (3 * D + 2 * S)))
     out = torch.cat([_match(P[s : s + step], E0[s : s + step], ln[s : s + step], distance)
                      for s in range(0, B, step)])
-    return (out[:, 0] if squeeze else out).numpy()
+    return (out[:, 0] if squeeze else out).cpu().numpy()
 
 
 # ----------------------------------------------------------------------------- probes
@@ -285,8 +285,8 @@ def _token_index(sentences: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray
 def _gather(hs: torch.Tensor, sent: np.ndarray, pos: np.ndarray, layers: list) -> tuple[torch.Tensor, torch.Tensor]:
     """X (L', N, D) float32: the tokens' hidden states at ``layers``; Y (N, D): their input embeddings."""
     N, D = len(sent), hs.shape[-1]
-    X = torch.empty(len(layers), N, D)
-    Y = torch.empty(N, D)
+    X = torch.empty(len(layers), N, D, device="cpu")  # the probes train on the CPU
+    Y = torch.empty(N, D, device="cpu")
     lay = torch.as_tensor(layers, device=hs.device)
     step = max(1, _STEP_BYTES // (4 * D * (len(layers) + 1)))
     for s in range(0, N, step):
@@ -336,7 +336,7 @@ def _loss(out: torch.Tensor, y: torch.Tensor, distances: tuple, mu_y, sigma_y) -
 
 
 def _uniform(shape, bound: float, g: torch.Generator) -> torch.Tensor:
-    return (torch.rand(shape, generator=g) * 2 - 1) * bound
+    return (torch.rand(shape, generator=g, device="cpu") * 2 - 1) * bound
 
 
 def _ridge_fit(features, Yt: torch.Tensor, chunks: list, ridge: float) -> tuple[torch.Tensor, torch.Tensor]:
@@ -361,7 +361,7 @@ def _ridge_fit(features, Yt: torch.Tensor, chunks: list, ridge: float) -> tuple[
     G = G - N * mu_f[:, :, None] * mu_f[:, None, :]  # centred: the intercept takes the means
     C = C - N * mu_f[:, :, None] * mu_y
     lam = ridge * torch.diagonal(G, dim1=-2, dim2=-1).mean(-1).clamp_min(1e-30)  # (L',)
-    W = torch.linalg.solve(G + lam[:, None, None] * torch.eye(G.shape[-1], dtype=G.dtype), C)
+    W = torch.linalg.solve(G + lam[:, None, None] * torch.eye(G.shape[-1], dtype=G.dtype, device=G.device), C)
     mu_f = mu_f + shift[:, 0].double()
     return W.float(), (mu_y - (mu_f.unsqueeze(1) @ W).squeeze(1)).float()
 
@@ -415,7 +415,7 @@ def _fit(X: torch.Tensor, Y: torch.Tensor, probes: tuple, distances: tuple, *, m
         opt = portable.adam([t for _, _, w in trained for t in w], lr=lr)
         for _ in tqdm(range(epochs), desc="token identity probes", unit="epoch", disable=not progress,
                       mininterval=1.0):
-            order = torch.randperm(N, generator=g)
+            order = torch.randperm(N, generator=g, device="cpu")
             for s in range(0, N, batch_size):
                 idx = order[s : s + batch_size]
                 xb, yb = X.index_select(1, idx).unsqueeze(0), Yt.index_select(0, idx)
@@ -514,7 +514,7 @@ def token_identifiability(
     K = len(distances)
     per_sentence = 4 * Lp * S * (2 * D + K * (3 * D + mlp_hidden * ("mlp" in probes) + 2 * S))
     step = max(1, MATCH_BYTES // per_sentence)
-    counts = {(p, d): torch.zeros(Lp, dtype=torch.int64) for p in probes for d in distances}
+    counts = {(p, d): torch.zeros(Lp, dtype=torch.int64, device="cpu") for p in probes for d in distances}
     lay = torch.as_tensor(layers, device=hs.device)
     with torch.no_grad():
         for s in range(0, len(te), step):
@@ -524,7 +524,7 @@ def token_identifiability(
             b = torch.as_tensor(idx, device=hs.device)
             H = hs[b[:, None], lay[None, :], :n].to("cpu", torch.float32)  # (c, L', n, D)
             E0 = hs[b, 0, :n].to("cpu", torch.float32)  # (c, n, D)
-            truth = torch.arange(n)
+            truth = torch.arange(n, device="cpu")
             for probe in probes:
                 P = H.unsqueeze(1) if probe == "naive" else fitted.predict(probe, H)  # (c, 1 or K, L', n, D)
                 for k, distance in enumerate(distances):

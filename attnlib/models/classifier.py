@@ -20,6 +20,7 @@ batch, ``Batch.attention``; Wiegreffe & Pinter's diagnostic classifiers).
 """
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import asdict, dataclass
 
@@ -247,7 +248,11 @@ class AttentionClassifier(nn.Module):
         emb = self.embedding(tokens) if embedded is None else embedded  # (B, T, E)
         if self.config.encoder == "lstm":
             packed = pack_padded_sequence(emb, lengths.cpu(), batch_first=True, enforce_sorted=False)
-            out, _ = self.lstm(packed)
+            # cuDNN's RNN backward runs only in training mode: gradients through the LSTM in eval mode
+            # (importance, explanations, faithfulness) take ATen's LSTM on a GPU instead
+            no_cudnn = emb.is_cuda and not self.training and torch.is_grad_enabled()
+            with torch.backends.cudnn.flags(enabled=False) if no_cudnn else contextlib.nullcontext():
+                out, _ = self.lstm(packed)
             hidden, _ = pad_packed_sequence(out, batch_first=True, total_length=tokens.shape[1])
         elif self.config.encoder == "cnn":
             x_ = (emb * (tokens != PAD).unsqueeze(-1)).transpose(1, 2)  # (B, E, T)

@@ -75,7 +75,7 @@ def permutation_sources(mask: torch.Tensor, n_permutations: int, rng: np.random.
     # elsewhere) and the bits to set; two in-place broadcasts over the P permutations
     random_bits = np.where(mask, dtype(((1 << (width - 1)) - 1) & ~((2 << b) - 1)), dtype(0))  # (n, T)
     after = pos | dtype(1 << (width - 1))
-    set_bits = np.where(mask, pos | dtype(1 << b), np.where(pos < first.numpy()[:, None], pos, after))
+    set_bits = np.where(mask, pos | dtype(1 << b), np.where(pos < first.cpu().numpy()[:, None], pos, after))
     np.bitwise_and(keys, random_bits[:, None, :], out=keys)
     np.bitwise_or(keys, set_bits[:, None, :], out=keys)
     keys.sort(axis=-1)

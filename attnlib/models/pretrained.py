@@ -504,7 +504,7 @@ class PretrainedClassifier(nn.Module):
             raise ValueError("fit_head needs a Batch, an iterable of Batches, or a list of texts with labels")
         if labels is not None:
             labels = np.asarray(labels)
-            batches = [Batch(b.tokens, b.lengths, b.mask, torch.as_tensor(labels[b.index.numpy()], dtype=torch.long), b.index)
+            batches = [Batch(b.tokens, b.lengths, b.mask, torch.as_tensor(labels[b.index.cpu().numpy()], dtype=torch.long), b.index)
                        for b in batches]
         return batches
 

@@ -411,7 +411,7 @@ def check_guided_context(fn: Callable) -> CheckResult:
     for B, T, H in ((1, 4, 3), (3, 6, 5), (5, 9, 2)):
         lengths = torch.randint(1, T + 1, (B,), generator=g).tolist()
         hidden = torch.randn(B, T, H, generator=g, dtype=torch.float64)
-        given = [torch.softmax(torch.randn(n, generator=g, dtype=torch.float64), -1).numpy() for n in lengths]
+        given = [torch.softmax(torch.randn(n, generator=g, dtype=torch.float64), -1).cpu().numpy() for n in lengths]
         cases.append((hidden, given))
 
     def reference(hidden, given):
@@ -585,7 +585,7 @@ def check_head_importance(fn: Callable) -> CheckResult:
         labels = torch.arange(len(tokens)) % 2
         loss = torch.nn.functional.binary_cross_entropy(out.probs[:, 1], labels.float(), reduction="sum")
         (grad,) = torch.autograd.grad(loss, A)
-        cases.append((trace.attentions.numpy(), grad.numpy()))
+        cases.append((trace.attentions.cpu().numpy(), grad.cpu().numpy()))
     rng = np.random.default_rng(4)
     cases.append((rng.dirichlet(np.ones(5), size=(3, 3, 2, 5)), rng.normal(size=(3, 3, 2, 5, 5))))
 

@@ -348,8 +348,8 @@ def null_space_figure(trace, tokens: Sequence[Sequence[str]], sentence: int = 0,
         raise ValueError(f"sentence {sentence} has {n} positions but {len(tokens[sentence])} tokens")
     # the model's own precision: the rank tolerance is relative to its machine epsilon (float32 T
     # cast to float64 would keep rounding-level singular values as rank)
-    A = trace.attentions[sentence, layer, head, :n, :n].numpy()
-    T = trace.value_output(layer)[sentence, head, :n].numpy()  # (n, d_model)
+    A = trace.attentions[sentence, layer, head, :n, :n].cpu().numpy()
+    T = trace.value_output(layer)[sentence, head, :n].cpu().numpy()  # (n, d_model)
     alt = alternative_attention(A[None], T[None], seed=seed)
     change = step * alt.change[0]
     moved = np.clip(A + change, 0.0, None)
@@ -425,7 +425,7 @@ def head_figure(model, split, index: int = 0, layer: int = 0, head: int = 0, edi
     tokens = ["[CLS]", *split.tokens[index], "[SEP]"]
     label = int(split.labels[index])
     title = (f"layer {layer}, head {head} ({edit}d): P(positive) {before:.3f} -> {after:.3f}; gold label {label}")
-    return matrix_heatmaps({"the head's attention": A[0].numpy(), f"{edit}d": edited[0].numpy()}, tokens, title=title)
+    return matrix_heatmaps({"the head's attention": A[0].cpu().numpy(), f"{edit}d": edited[0].cpu().numpy()}, tokens, title=title)
 
 
 def head_explorer(model, split, indices: Sequence[int], *, index: int | None = None, seed: int = 0):

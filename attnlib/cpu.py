@@ -135,8 +135,9 @@ class CpuStatus:
         state = "pinned" if self.pinned else f"NOT pinned ({self.reason})"
         return (f"CPU kernels {state}: ATen {self.aten_capability}, MKL branch {self.mkl_branch}, "
                 f"oneDNN {'on' if self.onednn else 'off'}; {self.threads} torch threads "
-                f"({self.cores} cores available); numpy/SciPy: OpenBLAS {self.blas}, numpy {self.numpy}"
-                + (f" (NOT pinned: {self.numeric_reason})" if self.numeric_reason else ""))
+                f"({self.cores} cores available); numpy/SciPy "
+                + (f"unpinned ({self.numeric_reason})" if self.numeric_reason else "pinned")
+                + f": OpenBLAS {self.blas}, numpy {self.numpy}")
 
 
 def _cgroup_quota(root: Path = Path("/sys/fs/cgroup")) -> float | None:

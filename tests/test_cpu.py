@@ -26,7 +26,8 @@ def _cgroup(tmp_path, v2=None, v1=None):
 
 def fresh_env(**extra) -> dict:
     """This process's environment without what importing attnlib set in it: a fresh shell's."""
-    env = {k: v for k, v in os.environ.items() if k not in {*cpu.KERNEL_PINS, "GOMP_SPINCOUNT"}}
+    env = {k: v for k, v in os.environ.items()
+           if k not in {*cpu.KERNEL_PINS, *cpu.BLAS_PINS, "NPY_DISABLE_CPU_FEATURES", "GOMP_SPINCOUNT"}}
     return {**env, **extra}
 
 
@@ -144,3 +145,56 @@ def test_release_memory_hands_freed_heap_back():
     assert proc.memory_info().rss <= before
     if sys.platform.startswith("linux"):
         assert released  # glibc: the freed small blocks go back
+
+
+# numpy's and SciPy's kernels: OpenBLAS's Haswell kernels on one thread, numpy's AVX2 dispatch.
+_NUMERIC = """
+import hashlib, os
+if os.environ.get("IMPORT_NUMPY_FIRST"):
+    import numpy
+import attnlib
+import numpy as np, scipy.linalg
+rng = np.random.default_rng(0)
+A = rng.standard_normal((120, 80)); b = rng.standard_normal(120); x = rng.random(20000) * 40 - 20
+parts = [np.linalg.svd(A, compute_uv=False), scipy.linalg.svd(A[:60, :40], compute_uv=False),
+         np.linalg.lstsq(A, b, rcond=None)[0], A.T @ A, np.exp(x), np.log(np.abs(x) + 1), np.tanh(x),
+         np.linalg.norm(A, axis=1), np.argsort(np.round(x, 0))]
+s = attnlib.cpu.status()
+digest = hashlib.sha256(b"".join(np.ascontiguousarray(p).tobytes() for p in parts)).hexdigest()
+print("|".join([str(s.numeric_pinned), s.blas, s.numpy, digest]))
+"""
+
+#: The computations above (SVDs in numpy and SciPy, least squares, a Gram matrix, exp, log, tanh, norms,
+#: a sort with ties) with attnlib's pins, recorded on an AMD EPYC: OpenBLAS's Haswell kernels and
+#: numpy's X86_V3 loops are the same code on every x86-64 CPU with AVX2.
+NUMERIC_DIGEST = "41f326feca7866397d9994bb91b3f93d6a36524e9c8228e630897f135d012ab6"
+
+
+def _numeric(**env) -> list[str]:
+    out = subprocess.run([sys.executable, "-c", _NUMERIC], capture_output=True, text=True, timeout=300,
+                         env=fresh_env(**env))
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout.strip().split("|")
+
+
+def _has_avx512() -> bool:
+    try:
+        return " avx512f " in open("/proc/cpuinfo").read()
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not X86_LINUX, reason="OpenBLAS's and numpy's x86 kernels")
+def test_numpy_and_scipy_run_avx2_kernels_on_one_thread_when_attnlib_is_imported_first():
+    pinned, blas, level, digest = _numeric()
+    assert (pinned, blas, level) == ("True", "Haswell x1", "X86_V3")
+    assert digest == NUMERIC_DIGEST, f"this machine's numpy/SciPy gave {digest}, not the book's"
+    # attnlib's pins off, this CPU's own choice: on an AVX-512 CPU, other bits (the pins are what holds it)
+    unpinned = _numeric(ATTNLIB_CPU_PINS="0")
+    assert unpinned[0] == "False"
+    if _has_avx512():
+        assert unpinned[-1] != digest
+    # numpy imported before attnlib: its libraries loaded with the CPU's own choice, and status() says so
+    late = _numeric(IMPORT_NUMPY_FIRST="1")
+    if _has_avx512():
+        assert late[0] == "False" and late[2] != "X86_V3"

@@ -87,3 +87,26 @@ def test_pytest_counts_are_read_from_the_closing_line():
     text = "....F\nFAILED tests/test_x.py::test_y - boom\n1 failed, 4 passed, 2 deselected, 1 error in 3.21s\n"
     assert gpu_check.parse_pytest_counts(text) == {"failed": 1, "passed": 4, "deselected": 2, "error": 1}
     assert gpu_check.parse_pytest_counts("nothing here") == {}
+
+
+def _warns(ctx):
+    import warnings
+
+    for _ in range(2):
+        warnings.warn("a kernel without a deterministic implementation", UserWarning)
+    return "done"
+
+
+def _interrupted(ctx):
+    raise KeyboardInterrupt
+
+
+def test_warnings_are_reported_once_and_an_interrupt_stops_the_run_with_a_fail(tiny_dataset):
+    steps = [gpu_check.Step("98", "a step that warns", _warns), gpu_check.Step("99", "stopped here", _interrupted),
+             gpu_check.Step("99", "never runs", _boom)]
+    printed = []
+    outcomes = gpu_check.run_steps(steps, _context(tiny_dataset), printer=printed.append)
+    assert outcomes[0].ok and outcomes[0].warnings == ["UserWarning: a kernel without a deterministic implementation"]
+    assert printed[1] == "      warning: UserWarning: a kernel without a deterministic implementation"
+    assert len(outcomes) == 2 and not outcomes[1].ok and outcomes[1].error.startswith("Interrupted")
+    assert gpu_check.exit_status(outcomes) == 1

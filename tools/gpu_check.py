@@ -13,9 +13,11 @@ What it does, on the device it is given (default CUDA; without one it stops with
    (no ``-x``), with the passed/failed counts and the time;
 3. each chapter's main experiment (Chapters 3-15), through attnlib's public API, in the ``paper``
    profile (``--profile``), on rt-polarity (Chapter 13: its deception task built from rt-polarity).
-   One line per step: chapter, what ran, seconds, OK and a short result, or FAIL with the exception
-   (type and first line of its message) and the traceback's last frame. A failing step does not
-   stop the others. Models are trained once and shared between chapters (the BiLSTM of Chapters
+   One line per step: chapter, what ran, seconds (on CUDA also the step's peak GPU memory), OK and a
+   short result, or FAIL with the exception (type and first line of its message) and the traceback's
+   last frame; below it, the step's distinct warnings (e.g. torch's note that a CUDA kernel is not
+   deterministic). A failing step does not stop the others; Ctrl-C or SIGTERM stops the run and
+   still prints the summary. Models are trained once and shared between chapters (the BiLSTM of Chapters
    3-10 and 15, the transformer of Chapters 11, 12 and 14), through attnlib's model cache.
 
 It ends with a summary table and exits 1 when any step (or a unit test) failed, else 0.
@@ -37,10 +39,12 @@ import os
 import platform
 import re
 import shlex
+import signal
 import subprocess
 import sys
 import time
 import traceback
+import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -390,16 +394,27 @@ class Outcome:
     result: str = ""
     error: str = ""  # "Type: first line of the message"
     where: str = ""  # the traceback's last frame: file:line in function
+    peak_gib: float | None = None  # the most CUDA memory the step held (None on the CPU)
+    warnings: list = field(default_factory=list)  # distinct warnings, "Category: first line"
 
     @property
     def label(self) -> str:
         return f"ch{self.chapter}" if self.chapter.isdigit() else self.chapter
 
     def line(self) -> str:
+        """One line: chapter, step, seconds, (peak GPU memory,) OK and the result, or FAIL and the error."""
         head = f"{self.label:<5} {self.step:<62} {self.seconds:8.1f} s  "
+        if self.peak_gib is not None:
+            head += f"{self.peak_gib:6.2f} GiB  "
         if self.ok:
             return head + f"OK    {self.result}"
         return head + f"FAIL  {self.error}  [{self.where}]"
+
+    def warning_lines(self, limit: int = 3) -> list[str]:
+        shown = [f"      warning: {w}" for w in self.warnings[:limit]]
+        if len(self.warnings) > limit:
+            shown.append(f"      ... and {len(self.warnings) - limit} more warning(s) (--out has them all)")
+        return shown
 
 
 def _describe(err: BaseException) -> tuple[str, str]:
@@ -417,18 +432,44 @@ def _describe(err: BaseException) -> tuple[str, str]:
     return text, f"{shown}:{last.lineno} in {last.name}"
 
 
+def _on_cuda(device) -> bool:
+    import torch
+
+    return getattr(device, "type", str(device)) == "cuda" and torch.cuda.is_available()
+
+
 def run_step(step: Step, ctx: Context, *, printer=print) -> Outcome:
-    """Run one step; an exception becomes a FAIL outcome (type, first message line, last frame)."""
+    """Run one step; an exception becomes a FAIL outcome (type, first message line, last frame).
+
+    The time includes the device's queued work (CUDA is synchronised before the clock stops);
+    warnings raised during the step (e.g. torch's note that a CUDA kernel is not deterministic)
+    are collected, each distinct one once.
+    """
+    import torch
+
+    cuda = _on_cuda(ctx.device)
+    if cuda:
+        torch.cuda.reset_peak_memory_stats(ctx.device)
     start = time.perf_counter()
-    try:
-        result = step.run(ctx)
-        outcome = Outcome(step.chapter, step.name, time.perf_counter() - start, True, result=str(result or ""))
-    except Exception as err:  # noqa: BLE001  (a failing step is reported, the next one runs)
-        error, where = _describe(err)
-        outcome = Outcome(step.chapter, step.name, time.perf_counter() - start, False, error=error, where=where)
-    finally:
-        _free_device_memory()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            result = step.run(ctx)
+            if cuda:
+                torch.cuda.synchronize(ctx.device)
+            outcome = Outcome(step.chapter, step.name, time.perf_counter() - start, True, result=str(result or ""))
+        except Exception as err:  # noqa: BLE001  (a failing step is reported, the next one runs)
+            error, where = _describe(err)
+            outcome = Outcome(step.chapter, step.name, time.perf_counter() - start, False, error=error, where=where)
+    if cuda:
+        outcome.peak_gib = torch.cuda.max_memory_allocated(ctx.device) / 2**30
+    seen = dict.fromkeys(f"{w.category.__name__}: {(str(w.message).strip().splitlines() or [''])[0]}"[:300]
+                         for w in caught)
+    outcome.warnings = list(seen)
+    _free_device_memory()
     printer(outcome.line())
+    for line in outcome.warning_lines():
+        printer(line)
     return outcome
 
 
@@ -436,12 +477,21 @@ def run_steps(steps, ctx: Context, *, out=None, printer=print) -> list[Outcome]:
     """Every step in order, each printed as it ends (and written to ``out`` as a JSON line)."""
     outcomes = []
     for step in steps:
-        outcome = run_step(step, ctx, printer=printer)
+        stopped = False
+        try:
+            outcome = run_step(step, ctx, printer=printer)
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM (main): report what ran, then stop
+            outcome = Outcome(step.chapter, step.name, 0.0, False, error="Interrupted: the run was stopped here",
+                              where="-")
+            printer(outcome.line())
+            stopped = True
         outcomes.append(outcome)
         if out is not None:
             out.write(json.dumps({"kind": "step", "device": str(ctx.device), "profile": ctx.profile.name,
                                   **asdict(outcome)}) + "\n")
             out.flush()
+        if stopped:
+            break
     return outcomes
 
 
@@ -586,6 +636,10 @@ def header(device, profile, quick: bool) -> list[str]:
     ]
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def main(argv=None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
@@ -609,6 +663,7 @@ def main(argv=None) -> int:
     except ValueError as err:
         parser.error(f"--profile: {err}")
     device = attnlib.get_device(args.device)
+    signal.signal(signal.SIGTERM, _interrupt)  # a timeout's SIGTERM still prints the summary
     for line in header(device, profile, quick):
         print(line, flush=True)
 
@@ -617,11 +672,19 @@ def main(argv=None) -> int:
         outcomes = []
         if args.unit:
             print("\n== unit tests on " + device.type.upper(), flush=True)
-            outcome = run_unit_tests(extra=shlex.split(args.pytest_args), timeout=args.unit_timeout,
-                                     printer=lambda s: print(s, flush=True))
+            try:
+                outcome = run_unit_tests(extra=shlex.split(args.pytest_args), timeout=args.unit_timeout,
+                                         printer=lambda s: print(s, flush=True))
+            except KeyboardInterrupt:
+                outcome = Outcome("unit", "pytest tests (the unit tests, on the device)", 0.0, False,
+                                  error="Interrupted: the run was stopped here", where="-")
+                print(outcome.line(), flush=True)
+                print(summary([outcome]))
+                return 1
             outcomes.append(outcome)
             if out is not None:
                 out.write(json.dumps({"kind": "unit", "device": str(device), **asdict(outcome)}) + "\n")
+                out.flush()
         print(f"\n== every chapter's main experiment, profile {profile.name!r}, on {DATASET}, device {device}",
               flush=True)
         attnlib.seed_everything(args.seed)

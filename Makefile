@@ -8,7 +8,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PIP_INSTALL := $(BIN)/python -m pip install --disable-pip-version-check -q -c requirements/constraints.txt
 
-.PHONY: install book vendor test unit nbval papermill check-pages bench student grade clean
+.PHONY: install book vendor test unit nbval papermill check-pages bench gpu-check student grade clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -97,6 +97,14 @@ papermill: install
 # Benchmarks: chapter wall time and peak memory, and the batched-vs-loop ratios.
 bench: install
 	$(BIN)/python benchmarks/run.py
+
+# The GPU check (issue 24): on a machine with CUDA, the unit tests on the GPU, then every chapter's
+# main experiment in the paper profile, one line per step with its time; exit 1 if any step failed,
+# 2 without CUDA. GPU_CHECK_ARGS passes options, e.g. GPU_CHECK_ARGS="--no-unit --chapters 03 12"
+# (tools/gpu_check.py --help; --device cpu is a dry run of the script itself).
+GPU_CHECK_ARGS ?=
+gpu-check: install
+	$(BIN)/python tools/gpu_check.py $(GPU_CHECK_ARGS)
 
 # The student edition: every chapter without its solution cells (tag `solution`), outputs
 # cleared, into _build/student (tools/student_edition.py).

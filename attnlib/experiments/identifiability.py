@@ -22,8 +22,11 @@ middle axes (layers, heads), padded to S, with ``lengths`` (B,) the real length 
 sentence (every position the model attends to, [CLS] and [SEP] included). Each matrix is
 cropped to its own sentence's length before any SVD (never the padded length), and gets its
 own rank, with a tolerance relative to its largest singular value. Matrices of one length go
-through one batched numpy SVD (LAPACK per matrix, no thread pool: small SVDs on a busy torch
-thread pool were measured 100x slower). Results are float64 numpy arrays, padded with 0.
+through one batched numpy SVD (LAPACK per matrix, not torch: small SVDs on a busy torch thread
+pool were measured 100x slower). numpy's OpenBLAS runs one thread on its AVX2 kernels
+(:mod:`attnlib.cpu` pins both): beside a busy process small SVDs took 77 ms each on two OpenBLAS
+threads against 2.9 ms on one, and the kernels chosen by CPU gave other last bits. Results are
+float64 numpy arrays, padded with 0.
 """
 from __future__ import annotations
 

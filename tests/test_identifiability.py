@@ -251,3 +251,18 @@ def test_trace_statistics_groups_and_bad_input():
         idf.trace_statistics(tr, {"x": every[:, :2]})
     with pytest.raises(ValueError, match="Trace"):
         idf.trace_statistics(type("T", (), {"attentions": torch.zeros(2, 2), "values": torch.zeros(2, 2)})())
+
+
+def test_the_rank_tolerance_follows_the_precision_the_values_were_computed_in():
+    """A reader who casts a float32 model's T to float64 "for accuracy" gets the same null spaces."""
+    rng = np.random.default_rng(3)
+    # float32 T of rank d_v = 4 for n = 12 tokens, as a float32 model computes it (rounding of order 1e-7)
+    T32 = (rng.standard_normal((3, 12, 4)) @ rng.standard_normal((3, 4, 32))).astype(np.float32)
+    T32 += (rng.standard_normal(T32.shape) * 1e-6).astype(np.float32) * (np.arange(3) == 2)[:, None, None]
+    as32 = idf.null_space_dim(T32)
+    assert as32.tolist() == [8, 8, 8]  # rounding-level noise is not rank
+    assert idf.null_space_dim(T32.astype(np.float64)).tolist() == as32.tolist()
+    assert idf.null_space_dim(torch.from_numpy(T32).double()).tolist() == as32.tolist()
+    # genuinely float64 values keep float64's tolerance: a 1e-6 component is rank there
+    T64 = T32.astype(np.float64) + rng.standard_normal(T32.shape) * 1e-9
+    assert idf.null_space_dim(T64).tolist() == [0, 0, 0]

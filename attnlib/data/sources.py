@@ -605,20 +605,46 @@ def _table_path_parts(path) -> tuple[str, str]:
 
 
 def _read_table(path) -> pd.DataFrame:
-    """A data file as a DataFrame. In csv/tsv only empty fields are missing ('NA', 'null' are text)."""
+    """A data file as a DataFrame. In csv/tsv only empty fields are missing ('NA', 'null' are text).
+
+    Every way a file can fail to read becomes a ValueError that names the file and the fix (an empty
+    file, text that is not UTF-8, a file of the wrong format); a missing path is a FileNotFoundError,
+    and a folder is said to be one.
+    """
     fmt, _ = _table_path_parts(path)
+    if Path(path).is_dir():
+        raise IsADirectoryError(f"load_texts: {path} is a folder, not a {fmt} file; give the path of the file inside it")
     if not Path(path).is_file():
         raise FileNotFoundError(f"load_texts: no such file: {path}")
-    if fmt in ("csv", "tsv"):
-        return pd.read_csv(path, sep="\t" if fmt == "tsv" else ",", keep_default_na=False, na_values=[""])
-    if fmt == "parquet":
-        return pd.read_parquet(path)
-    if fmt == "jsonl":
-        return pd.read_json(path, lines=True, dtype=False)
-    try:  # .json: an array of records, else JSON lines
-        return pd.read_json(path, dtype=False)
-    except ValueError:
-        return pd.read_json(path, lines=True, dtype=False)
+    if Path(path).stat().st_size == 0:
+        raise ValueError(f"load_texts: {path} is empty (0 bytes): it needs a header line naming the columns "
+                         "and one row per text")
+    try:
+        if fmt in ("csv", "tsv"):
+            frame = pd.read_csv(path, sep="\t" if fmt == "tsv" else ",", keep_default_na=False, na_values=[""])
+        elif fmt == "parquet":
+            frame = pd.read_parquet(path)
+        elif fmt == "jsonl":
+            frame = pd.read_json(path, lines=True, dtype=False)
+        else:
+            try:  # .json: an array of records, else JSON lines
+                frame = pd.read_json(path, dtype=False)
+            except ValueError:
+                frame = pd.read_json(path, lines=True, dtype=False)
+    except UnicodeDecodeError as err:
+        raise ValueError(
+            f"load_texts: {path} is not UTF-8 text (byte {err.object[err.start:err.start + 1]!r} at position "
+            f"{err.start}): save it as UTF-8 (e.g. in a spreadsheet, 'CSV UTF-8'), or read it yourself with "
+            "pandas.read_csv(path, encoding=...) and pass the DataFrame"
+        ) from None
+    except pd.errors.EmptyDataError:
+        raise ValueError(f"load_texts: {path} holds no columns (only blank lines?): it needs a header line naming "
+                         "the columns and one row per text") from None
+    except (pd.errors.ParserError, ValueError, OSError) as err:
+        first = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise ValueError(f"load_texts: {path} could not be read as {fmt} ({first}); check that the file is "
+                         f"{fmt} and its suffix says so") from None
+    return frame
 
 
 def _hf_module(obj):
@@ -700,6 +726,9 @@ def _binary_codes(values: pd.Series, column: str, classes, positive, declared: t
             "of them to say which class's probability to explain. Keep two classes, or merge the others "
             "into one, before loading"
         )
+    if len(seen) == 0:
+        raise ValueError(f"load_texts: no rows: the label column {column!r} is empty (a header without rows, an "
+                         "empty table, or every row dropped); a classifier needs texts of two classes")
     if len(seen) < 2:
         raise ValueError(
             f"load_texts: the label column {column!r} holds one class only ({seen[0]!r}): a classifier needs two"

@@ -298,8 +298,9 @@ def flow(attentions: torch.Tensor, key_mask: torch.Tensor, *, residual: float = 
     each capacity by at most 1 / (2 scale), so the capacity of any cut of m edges, and hence a
     flow value, by at most m / (2 scale) <= L n^2 / (2 scale) for n real positions: with the
     default scale 2**26, at most 3e-4 for 6 layers and 80 tokens in the very worst case (every
-    edge of a cut rounded the same way); measured against networkx's exact flows, below 1e-7
-    (``tests/test_flow.py``, ``benchmarks/bench_flow.py``). The networks of up to
+    edge of a cut rounded the same way); measured against networkx's exact flows, up to 1.5e-7
+    on float32 attention (``benchmarks/bench_flow.py``; ``tests/test_flow.py`` holds every flow
+    to 1e-6). The networks of up to
     2**31 / (scale + T) sentences (31 at the default scale) go side by side into one graph with a
     super-source, and max-flow j reaches token j of all of them at once, so a batch costs about
     (B / 31) x T SciPy calls instead of B x T; each sentence's flows are the same in any batch.
@@ -308,7 +309,7 @@ def flow(attentions: torch.Tensor, key_mask: torch.Tensor, *, residual: float = 
         attentions: (B, L, h, T, T) attention probabilities, as for :func:`rollout`.
         key_mask: (B, T) bool, True on the real positions; position 0 ([CLS]) must be real.
         residual: the identity's weight r in [0, 1) (A&Z: 0.5).
-        scale: capacities are A^ times this, in [1, 2**30] (default :data:`FLOW_SCALE` = 2**30).
+        scale: capacities are A^ times this, in [1, 2**30] (default :data:`FLOW_SCALE` = 2**26; up to 2**30 for one sentence per max-flow).
         normalise: divide each sentence's flows by their sum (default); False gives the raw
             max-flow values in [0, 1].
 

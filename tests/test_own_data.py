@@ -221,38 +221,35 @@ def test_names_positive_classes_and_sources_are_checked(frame, csv_path, tmp_pat
         load_texts([("a text", 1)], name="food")
 
 
-def test_files_that_cannot_be_read_get_an_error_naming_the_file_and_the_fix(frame, tmp_path):
-    """A reader's own file, tried as a new user would: each failure names the file and what to do."""
-    empty = tmp_path / "empty.csv"
-    empty.write_bytes(b"")
-    with pytest.raises(ValueError, match=r"empty\.csv is empty \(0 bytes\).*header"):
-        load_texts(empty, text="review", label="score", name="food")
-    blank = tmp_path / "blank.csv"
-    blank.write_text("\n\n")
-    with pytest.raises(ValueError, match=r"blank\.csv holds no columns"):
-        load_texts(blank, text="review", label="score", name="food")
-    latin = tmp_path / "latin.csv"
-    latin.write_bytes("review,score\n".encode() + "caf\xe9 tr\xe8s bien,great\n".encode("latin-1") * 20)
-    with pytest.raises(ValueError, match=r"latin\.csv is not UTF-8 text.*encoding="):
-        load_texts(latin, text="review", label="score", name="food")
-    header_only = tmp_path / "header.csv"
-    header_only.write_text("review,score\n")
-    with pytest.raises(ValueError, match="no rows: the label column 'score' is empty"):
-        load_texts(header_only, text="review", label="score", name="food")
-    with pytest.raises(ValueError, match="no rows"):
-        load_texts(frame.iloc[:0], text="review", label="score", name="food")
-    no_texts = tmp_path / "no_texts.parquet"
-    pd.DataFrame({"review": [""] * 30, "score": ["great", "other"] * 15}).to_parquet(no_texts)
-    with pytest.raises(ValueError, match="no rows"):
-        load_texts(no_texts, text="review", label="score", name="food")
+def _unreadable_files(tmp_path):
+    """(source, the error, what it must say): a reader's own files, tried as a new user would."""
+    def write(name, content):
+        path = tmp_path / name
+        if isinstance(content, pd.DataFrame):
+            content.to_parquet(path)
+        else:
+            path.write_bytes(content)
+        return path
+
     folder = tmp_path / "reviews.csv"
     folder.mkdir()
-    with pytest.raises(IsADirectoryError, match=r"reviews\.csv is a folder, not a csv file"):
-        load_texts(folder, text="review", label="score", name="food")
-    broken = tmp_path / "broken.json"
-    broken.write_text("{not json")
-    with pytest.raises(ValueError, match=r"broken\.json could not be read as json"):
-        load_texts(broken, text="review", label="score", name="food")
+    latin = "review,score\n".encode() + "caf\xe9 tr\xe8s bien,great\n".encode("latin-1") * 20
+    no_texts = pd.DataFrame({"review": [""] * 30, "score": ["great", "other"] * 15})
+    return [
+        (write("empty.csv", b""), ValueError, r"empty\.csv is empty \(0 bytes\).*header"),
+        (write("blank.csv", b"\n\n"), ValueError, r"blank\.csv holds no columns"),
+        (write("latin.csv", latin), ValueError, r"latin\.csv is not UTF-8 text.*encoding="),
+        (write("header.csv", b"review,score\n"), ValueError, "no rows: the label column 'score' is empty"),
+        (write("no_texts.parquet", no_texts), ValueError, "no rows"),
+        (write("broken.json", b"{not json"), ValueError, r"broken\.json could not be read as json"),
+        (folder, IsADirectoryError, r"reviews\.csv is a folder, not a csv file"),
+    ]
+
+
+def test_files_that_cannot_be_read_get_an_error_naming_the_file_and_the_fix(frame, tmp_path):
+    for source, error, match in [*_unreadable_files(tmp_path), (frame.iloc[:0], ValueError, "no rows")]:
+        with pytest.raises(error, match=match):
+            load_texts(source, text="review", label="score", name="food")
 
 
 # ------------------------------------------------------------------------------------- the model cache

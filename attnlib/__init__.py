@@ -3,7 +3,7 @@
 The layout is the architecture. Lower layers never import higher ones, and no module
 imports a private (underscored) name of another (``tests/test_layout.py`` checks both)::
 
-    _checks, metrics, cpu, cache, profiles, published   foundations
+    _checks, metrics, cpu, portable, cache, profiles, published   foundations
     data/            texts -> vocabularies, splits, padded batches, GloVe
     models/          the model protocol (what an experiment needs from a model), the
                      interventions on attention rows, and the families that meet it

@@ -226,9 +226,11 @@ def _cpu_flags() -> set:
 
 def _pin_numeric_env() -> None:
     """Set numpy's and OpenBLAS's load-time switches (effective for the libraries not yet loaded)."""
-    for name, value in BLAS_PINS.items():
-        os.environ[name] = value
     flags = _cpu_flags()
+    for name, value in BLAS_PINS.items():
+        if name == "OPENBLAS_CORETYPE" and not {"avx2", "fma"} <= flags:
+            continue  # a CPU without AVX2 cannot run those kernels: OpenBLAS keeps its own choice
+        os.environ[name] = value
     above = [feature for feature, names in _NUMPY_ABOVE_V3.items() if flags & set(names)]
     if above and "NPY_DISABLE_CPU_FEATURES" not in os.environ:
         os.environ["NPY_DISABLE_CPU_FEATURES"] = " ".join(above)
@@ -247,7 +249,7 @@ def _numeric_state(wanted: bool) -> tuple[str, str, str]:
     levels = [f for f in __cpu_dispatch__ if __cpu_features__.get(f)]
     level = levels[-1] if levels else "baseline"
     if wanted and any(__cpu_features__.get(f) for f in _NUMPY_ABOVE_V3):
-        reasons.append(f"numpy dispatches {level} (numpy was imported before attnlib)")
+        reasons.append(f"numpy dispatches {level}, not {NUMPY_LEVEL} (numpy was imported before attnlib)")
     blas = "n/a"
     try:
         from threadpoolctl import threadpool_info, threadpool_limits

@@ -387,3 +387,24 @@ def test_an_imported_reference_is_reported_not_passed():
     verdict = exercises.check_tvd(tvd)
     assert not verdict and "attnlib's own attnlib.metrics.tvd" in verdict.message
     assert exercises.check_tvd(lambda p, q: tvd(p, q))  # a function of one's own that calls it is an answer
+
+
+def test_links_and_pipes_left_in_the_answers_folder_are_never_opened(tmp_path):
+    """Student code may leave a link to a file of the grader's or a pipe that would block a reader."""
+    secret = tmp_path / "secret.json"
+    secret.write_text('{"checker": "check_tvd", "imported": null, "missing": null, "answers": []}')
+    answers = tmp_path / "answers"
+    answers.mkdir()
+    (answers / "check_tvd.json").symlink_to(secret)
+    assert exercises.read_answers("check_tvd", answers) is None
+    exercises.record_answers("check_jsd", lambda: (lambda p, q: 0.0), answers)
+    (answers / "check_jsd.npz").unlink()
+    os.mkfifo(answers / "check_jsd.npz")
+    recorded = exercises.read_answers("check_jsd", answers)  # returns at once, does not block on the pipe
+    assert recorded.unreadable and not exercises.judge_recorded("check_jsd", answers)
+    (tmp_path / "linked").symlink_to(answers, target_is_directory=True)
+    assert exercises.read_answers("check_jsd", tmp_path / "linked") is None
+    (tmp_path / "run.json").symlink_to(secret)
+    assert grade._read_run(tmp_path / "run.json") == {}
+    os.mkfifo(tmp_path / "fifo.json")
+    assert grade._read_run(tmp_path / "fifo.json") == {}

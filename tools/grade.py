@@ -248,8 +248,8 @@ def build_job(nb, expected: list[Exercise], answers_dir: str) -> list[dict]:
 def _read_run(path: Path) -> dict:
     """The runner's report, checked: it comes from inside the sandbox."""
     try:
-        if path.is_symlink() or path.stat().st_size > MAX_RUN_BYTES:
-            return {}
+        if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_RUN_BYTES:
+            return {}  # a link or a pipe left by student code is never opened
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
@@ -421,13 +421,14 @@ def grade_notebook(path: Path, student: str, reference: Path, limits: sandbox.Li
         if found.unreadable:
             return False, f"{spec.name}: the recorded answers cannot be read ({found.unreadable})"
         if found.missing:
+            if raised or setup_errors:  # the answer's own cell (or an import it needs) failed
+                return False, f"{spec.name}: no answer to check: {'; '.join(setup_errors + raised)}; so {found.missing}"
             above = _defined_above(nb, ex.answer)
             where = (f"; {ex.answer} is defined in {_where(nb, above)}, above the Exercises heading, "
                      "where the grader does not run it" if above is not None else "")
-            message = (f"{spec.name}: no answer to check: {found.missing}{where}. Answers must go in the "
-                       f"exercise's own cells, below the Exercises heading (the grader runs only the "
-                       f"opening cells and the Exercises section)")
-            return False, "; ".join([message, *setup_errors, *raised])
+            return False, (f"{spec.name}: no answer to check: {found.missing}{where}. Answers must go in the "
+                           "exercise's own cells, below the Exercises heading (the grader runs only the "
+                           "opening cells and the Exercises section)")
         try:
             result = judge(spec, found.answers, found.imported)
         except Exception as err:  # noqa: BLE001 - an answer the comparison cannot take is a wrong one

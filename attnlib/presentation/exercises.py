@@ -994,10 +994,12 @@ def read_answers(checker: str, folder, max_bytes: int = MAX_ANSWER_BYTES) -> Rec
     (sizes, kinds, arrays of numbers; ``np.load`` without pickles); None when there are none."""
     folder = Path(folder)
     meta, data = folder / f"{checker}.json", folder / f"{checker}.npz"
-    if not meta.is_file() or meta.is_symlink():
+    if folder.is_symlink() or not meta.is_file() or meta.is_symlink():
         return None
     try:
-        if meta.stat().st_size + (data.stat().st_size if data.is_file() else 0) > max_bytes:
+        if data.is_symlink() or not data.is_file():  # a link, a pipe or nothing: never opened
+            raise ValueError("the arrays are missing or not a plain file")
+        if meta.stat().st_size + data.stat().st_size > max_bytes:
             raise ValueError(f"the answers take more than {max_bytes} bytes")
         record = json.loads(meta.read_text(encoding="utf-8"))
         if not isinstance(record, dict) or record.get("checker") != checker:
@@ -1009,8 +1011,6 @@ def read_answers(checker: str, folder, max_bytes: int = MAX_ANSWER_BYTES) -> Rec
         entries = record.get("answers")
         if not isinstance(entries, list):
             raise ValueError("no list of answers")
-        if data.is_symlink():
-            raise ValueError("the arrays are a link")
         with np.load(data, allow_pickle=False) as arrays:
             for i, entry in enumerate(entries):
                 kind, detail = entry.get("kind"), entry.get("detail", "")

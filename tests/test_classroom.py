@@ -191,6 +191,13 @@ def test_reference_solutions_pass_every_exercise_of_every_chapter(tmp_path):
     assert error == "NameError: name 'both' is not defined"
     assert all(v is not None and v.passed for v in verdicts.values()), verdicts
     assert all("correct on" in v.message for v in verdicts.values())
+    # the verdicts judged outside the kernel are the lines the chapters' check cells print
+    for path in CHAPTERS:
+        for cell in _read(path).cells:
+            if "exercise-check" in _tags(cell):
+                checker = grade._CHECK_CALL.search(cell.source).group(1)
+                printed = "".join(o.get("text", "") or o.get("data", {}).get("text/plain", "") for o in cell.outputs)
+                assert printed.strip() == verdicts[checker].message, (path.name, checker)
 
 
 def test_the_unsolved_student_edition_runs_and_fails_every_exercise_of_every_chapter(tmp_path):

@@ -294,7 +294,8 @@ def run_notebook(nb, expected: list[Exercise], work: Path, limits: sandbox.Limit
     # the runner stops itself at the time limit; the sandbox is killed a little later if it does not
     outer = replace(limits, wall_s=limits.wall_s + 20)
     if unsafe:
-        env = {**os.environ, "PYTHONPATH": str(package.parent), "ATTNLIB_PROFILE": os.environ.get("ATTNLIB_PROFILE", "book")}
+        env = {**os.environ, "PYTHONPATH": str(package.parent),
+               "ATTNLIB_PROFILE": os.environ.get("ATTNLIB_PROFILE", "book")}
         finished = _run_unsafe(argv, env, outer, work / "log")
     else:
         cmd = sandbox.command(argv, read_only=[*sandbox.python_paths(), str(package)], in_dir=in_dir,
@@ -484,7 +485,8 @@ def plan(folder: Path, chapters: Path, skip: set = frozenset(), warn=None) -> li
         if len(same) > 1:
             newest = max(same, key=lambda t: (t.path.stat().st_mtime, t.path.name))
             others = ", ".join(t.path.name for t in same if t is not newest)
-            text = f"duplicate hand-ins for {reference.stem}: graded the newest, {newest.path.name}; not graded: {others}"
+            text = (f"duplicate hand-ins for {reference.stem}: graded the newest, {newest.path.name}; "
+                    f"not graded: {others}")
             newest.note = "; ".join(filter(None, [newest.note, text]))
             dropped |= {id(t) for t in same if t is not newest}
             if warn:
@@ -557,7 +559,8 @@ def _exit_on_sigterm() -> None:
 def _grade_task(task: Task, limits, unsafe, example, mode) -> list[Row]:
     if task.reference is None:
         return [Row(task.student, task.path.stem, "-", False,
-                    f"unknown chapter: name the notebook as its chapter (e.g. {example})", task.path.name, task.note, mode)]
+                    f"unknown chapter: name the notebook as its chapter (e.g. {example})",
+                    task.path.name, task.note, mode)]
     return grade_notebook(task.path, task.student, task.reference, limits, unsafe, task.note)
 
 
@@ -621,7 +624,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
                         help="seconds for a notebook in all: kernel start, opening cells and Exercises "
                              f"(default: {DEFAULT_TIMEOUT})")
-    parser.add_argument("--memory", type=float, default=4.0, help="GiB of memory per process in the sandbox (default: 4)")
+    parser.add_argument("--memory", type=float, default=4.0,
+                        help="GiB of memory per process in the sandbox (default: 4)")
     parser.add_argument("--jobs", type=int, default=1, help="notebooks graded at once (default: 1)")
     parser.add_argument("--resume", action="store_true",
                         help="keep the rows already in --out and grade only the students who have none")

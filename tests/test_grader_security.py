@@ -2,7 +2,7 @@
 
 One class of Chapter 2 hand-ins is graded in one grader run (two notebooks at once): an
 honest student, and students who forge the verdicts (a grade log, forged answer records),
-monkeypatch the checker and the reference, snoop on and overwrite other hand-ins and the
+monkeypatch the checker and the reference (Chapter 2's ``tvd``, Chapter 14's ``rollout``), snoop on and overwrite other hand-ins and the
 grader's files, leave a double-forked daemon behind, kill the process that runs their
 notebook, print 50 MB, allocate without end, and loop forever in an opening cell. The run is
 stopped (SIGTERM) after the first student, then resumed (``--resume``), which also skips a
@@ -37,6 +37,7 @@ from attnlib import exercises  # noqa: E402
 
 TIMEOUT = 60  # seconds per notebook: the honest ones need 10 to 30 on a busy 2-core machine
 MARKER = "attnlib-test-daemon-7f3c"
+CH14 = ROOT / "chapters" / "14_rollout_and_flow.ipynb"
 LABELS = ("ex-tvd", "ex-jsd", "ex-tau")
 
 
@@ -104,6 +105,14 @@ for path in (attnlib.__file__, ex.__file__):
     except OSError:
         pass''', "end")
     _write(patcher, folder / "c_patcher" / CH02.name)
+    rollout = _insert_in(unsolved(CH14), "ex-rollout", '''import attnlib.experiments.flow as flow
+import torch
+
+fake = lambda attentions, mask, residual=0.5: torch.zeros(attentions.shape[0], attentions.shape[1],
+                                                          *attentions.shape[-2:], dtype=attentions.dtype)
+flow.rollout = fake  # the reference check_rollout compares with
+my_rollout = lambda a: fake(a[None], None)[0, -1]''', "end")
+    _write(rollout, folder / "c_patcher" / CH14.name)
 
     # The snoop's answers are right only if it sees nothing of the grader's world: a pass proves it.
     snoop = _insert_in(solved(CH02), "ex-tvd", f'''import os, socket
@@ -238,6 +247,8 @@ def test_a_patched_checker_and_reference_do_not_pass(graded):
     patcher = _verdicts(graded, "c_patcher")
     assert all(passed == "False" for passed, _ in patcher.values()), patcher
     assert patcher["ex-tvd"][1].startswith("tvd: case") and "is off" in patcher["ex-tvd"][1]
+    rollout = _rows(graded["rows"], "c_patcher", "14_rollout_and_flow")
+    assert rollout["ex-rollout"][0] == "False" and rollout["ex-rollout"][1].startswith("rollout: case 1 is off")
     assert _tree_hashes(ROOT / "attnlib") == graded["before"]["attnlib"]  # attnlib is read-only
 
 
@@ -288,7 +299,8 @@ def test_the_csv_is_complete_resumable_and_nothing_is_left_behind(graded):
     assert students == sorted(p.name for p in graded["folder"].iterdir())
     for student in students:
         if student != "z_resumed":
-            assert sorted(e for s, e in keys if s == student) == sorted(LABELS)
+            assert sorted(e for s, e in keys if s == student and e.startswith("ex-")) == sorted(
+                LABELS + (("ex-augmented-attention", "ex-rollout") if student == "c_patcher" else ()))
     assert _rows(graded["rows"], "z_resumed", "02_measures") == {"ex-tvd": ("False", "graded before")}
     assert {r["sandbox"] for r in graded["rows"]} == {"bwrap"}
     assert os.listdir(graded["grader_tmp"]) == []

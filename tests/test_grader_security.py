@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import grade  # noqa: E402
 import sandbox  # noqa: E402
-from test_classroom import CH02, _cell_index, _read_csv, _rows, _write, solved, unsolved  # noqa: E402
+from test_classroom import CH02, _read_csv, _rows, _write, solved, unsolved  # noqa: E402
 
 from attnlib import exercises  # noqa: E402
 

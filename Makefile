@@ -112,13 +112,16 @@ student: install
 	$(BIN)/python tools/student_edition.py chapters --out _build/student
 
 # Grade a folder of submissions, SUBMISSIONS/<student>/<chapter>.ipynb, into the CSV GRADES
-# (student, chapter, exercise, passed, message). Runs each notebook's opening cells and its
-# Exercises section in a fresh kernel; GRADE_TIMEOUT seconds per notebook's Exercises section.
+# (student, chapter, exercise, passed, message, file, note, sandbox). Runs each notebook's
+# opening cells and its Exercises section in a fresh kernel in a bubblewrap sandbox (needs
+# bwrap: apt-get install bubblewrap); GRADE_TIMEOUT seconds per notebook in all. Rows are
+# appended student by student; GRADE_FLAGS=--resume goes on with a stopped run's CSV.
 SUBMISSIONS ?= submissions
 GRADES ?= grades.csv
-GRADE_TIMEOUT ?= 60
+GRADE_TIMEOUT ?= 180
+GRADE_FLAGS ?=
 grade: install
-	$(BIN)/python tools/grade.py $(SUBMISSIONS) --out $(GRADES) --timeout $(GRADE_TIMEOUT)
+	$(BIN)/python tools/grade.py $(SUBMISSIONS) --out $(GRADES) --timeout $(GRADE_TIMEOUT) $(GRADE_FLAGS)
 
 clean:
 	rm -rf _build

@@ -4,24 +4,39 @@ Each ``check_*`` function takes the student's function, runs it on seeded cases
 (including the edge cases the chapter warns about), compares it with attnlib's
 reference implementation, and returns a :class:`CheckResult`: truthy when every case
 passes, and shown as a one-line verdict when it is a cell's last expression. It never
-raises for a wrong answer, so a notebook keeps running.
+raises for a wrong answer, so a notebook keeps running. An answer that is attnlib's own
+function (``my_tvd = tvd``) is reported as such and does not pass.
 
-Grading (``tools/grade.py``): when the environment variable ``ATTNLIB_GRADE_LOG`` names a
-file, every checker also appends its verdict there as one JSON line,
-``{"checker": "check_tvd", "passed": true, "message": "tvd: correct on all 7 cases."}``.
+Each checker is two halves that can run in different processes (``tools/grade.py``):
+:func:`record_answers` runs the student's function on the checker's cases and writes what
+it returned to a folder, as numbers only (JSON and ``.npz`` without pickles), and
+:func:`judge_recorded` reads them back and compares them with the reference, computed
+on its own copy of the cases. The grader runs the first half in its sandbox and the
+second in its own process, so nothing the student's code does can write a verdict.
+:data:`SPECS` maps each checker's name to the :class:`Spec` it is made of.
 """
 from __future__ import annotations
 
-import functools
 import json
 import os
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import torch
 
 __all__ = [
     "CheckResult",
+    "Spec",
+    "Answer",
+    "SPECS",
+    "answers_of",
+    "judge",
+    "record_answers",
+    "read_answers",
+    "judge_recorded",
+    "Recorded",
     "check_tvd",
     "check_jsd",
     "check_kendall_tau",
@@ -72,26 +87,151 @@ class CheckResult:
         printer.text(self.message)
 
 
-def _report(name: str, fn: Callable, cases: list, reference: Callable, *, atol: float = 1e-6, to_numpy=np.asarray) -> CheckResult:
-    for i, args in enumerate(cases):
-        expected = to_numpy(reference(*args))
-        try:
-            got = fn(*args)
-        except NotImplementedError:
-            return CheckResult(False, f"{name}: not implemented yet (the starter still raises NotImplementedError).")
-        except Exception as err:  # noqa: BLE001 - report any student error readably
-            return CheckResult(False, f"{name}: case {i + 1} raised {type(err).__name__}: {err}")
-        got = to_numpy(got.detach() if isinstance(got, torch.Tensor) else got)
-        if np.shape(got) != np.shape(expected):
-            return CheckResult(False, f"{name}: case {i + 1} returned shape {np.shape(got)}, expected {np.shape(expected)}.")
-        if not np.allclose(got, expected, atol=atol, equal_nan=True):
-            where = np.argmax(np.abs(np.nan_to_num(np.asarray(got, float) - np.asarray(expected, float))).ravel())
-            return CheckResult(
-                False,
-                f"{name}: case {i + 1} is off: got {np.asarray(got).ravel()[where]:.6g}, "
-                f"expected {np.asarray(expected).ravel()[where]:.6g}.",
-            )
-    return CheckResult(True, f"{name}: correct on all {len(cases)} cases.")
+#: The kinds of :class:`Answer`: a value, or why there is none.
+ANSWER_KINDS = ("value", "not_implemented", "raised", "invalid")
+_DETAIL_CHARS = 300  # a student's error message, as much of it as a verdict quotes
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What a student's function gave on one case: ``kind`` "value" with ``value`` (an array of
+    numbers), "not_implemented", "raised" (``detail``: the error) or "invalid" (``detail``: why
+    the value is not an array of numbers of the right form)."""
+
+    kind: str
+    value: np.ndarray | None = None
+    detail: str = ""
+
+    def __post_init__(self):
+        if self.kind not in ANSWER_KINDS:
+            raise ValueError(f"Answer kind must be one of {ANSWER_KINDS}, got {self.kind!r}")
+        if (self.kind == "value") != (self.value is not None):
+            raise ValueError("an Answer has a value exactly when its kind is 'value'")
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A checker: seeded ``cases`` (argument tuples), the ``reference`` that gives each case's
+    expected value, the tolerance ``atol`` and ``to_numpy``, which turns a returned value into
+    an array. ``call(fn, *case)`` calls the answer (default ``fn(*case)``). A checker whose
+    answer is not one value per case (Chapter 4's permutation) gives ``collect(fn)``, its list
+    of :class:`Answer`, and ``judge(answers)``, its :class:`CheckResult`, instead."""
+
+    name: str
+    cases: list = field(default_factory=list)
+    reference: Callable | None = None
+    atol: float = 1e-6
+    to_numpy: Callable = np.asarray
+    call: Callable | None = None
+    collect: Callable[[Callable], list] | None = None
+    judge: Callable[[list], CheckResult] | None = None
+
+
+def _short(text: str) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= _DETAIL_CHARS else text[: _DETAIL_CHARS - 3] + "..."
+
+
+def _numbers(value) -> np.ndarray:
+    """``value`` as an array of bools, integers or floats; TypeError for anything else."""
+    array = np.asarray(value)
+    if array.dtype.kind not in "biuf":
+        raise TypeError(f"not an array of numbers (dtype {array.dtype})")
+    return array
+
+
+def _answer(spec: Spec, fn: Callable, args: tuple) -> Answer:
+    """Run ``fn`` on one case of ``spec``."""
+    try:
+        got = spec.call(fn, *args) if spec.call else fn(*args)
+    except NotImplementedError:
+        return Answer("not_implemented")
+    except Exception as err:  # noqa: BLE001 - report any student error readably
+        return Answer("raised", detail=_short(f"{type(err).__name__}: {err}"))
+    try:
+        return Answer("value", _numbers(spec.to_numpy(got.detach() if isinstance(got, torch.Tensor) else got)))
+    except Exception as err:  # noqa: BLE001 - a value of the wrong kind is a wrong answer
+        return Answer("invalid", detail=_short(err if isinstance(err, ValueError) else f"{type(err).__name__}: {err}"))
+
+
+def _case_verdict(spec: Spec, i: int, answer: Answer, expected) -> CheckResult | None:
+    """The failing verdict of case ``i`` (0-based), or None when the answer is right."""
+    name = spec.name
+    if answer.kind == "not_implemented":
+        return CheckResult(False, f"{name}: not implemented yet (the starter still raises NotImplementedError).")
+    if answer.kind == "raised":
+        return CheckResult(False, f"{name}: case {i + 1} raised {answer.detail}")
+    if answer.kind == "invalid":
+        return CheckResult(False, f"{name}: {answer.detail}")
+    got = answer.value
+    if np.shape(got) != np.shape(expected):
+        return CheckResult(False, f"{name}: case {i + 1} returned shape {np.shape(got)}, "
+                                  f"expected {np.shape(expected)}.")
+    if not np.allclose(got, expected, atol=spec.atol, equal_nan=True):
+        where = np.argmax(np.abs(np.nan_to_num(np.asarray(got, float) - np.asarray(expected, float))).ravel())
+        return CheckResult(
+            False,
+            f"{name}: case {i + 1} is off: got {np.asarray(got).ravel()[where]:.6g}, "
+            f"expected {np.asarray(expected).ravel()[where]:.6g}.",
+        )
+    return None
+
+
+def _attnlib_function(fn) -> str | None:
+    """``attnlib.metrics.tvd`` when ``fn`` is a function of attnlib itself (an imported answer), else None."""
+    module = getattr(fn, "__module__", None)
+    if isinstance(module, str) and (module == "attnlib" or module.startswith("attnlib.")) and callable(fn):
+        return f"{module}.{getattr(fn, '__qualname__', getattr(fn, '__name__', '?'))}"
+    return None
+
+
+def _imported(name: str, where: str) -> CheckResult:
+    return CheckResult(False, f"{name}: the answer is attnlib's own {where}, imported, not written: "
+                              "write the function yourself.")
+
+
+def answers_of(spec: Spec, fn: Callable) -> list[Answer]:
+    """The student's function ``fn`` run on every case of ``spec``, up to the first that gives no value."""
+    if spec.collect is not None:
+        return list(spec.collect(fn))
+    answers = []
+    for args in spec.cases:
+        answers.append(_answer(spec, fn, args))
+        if answers[-1].kind != "value":
+            break
+    return answers
+
+
+def judge(spec: Spec, answers: list[Answer], imported: str | None = None) -> CheckResult:
+    """The verdict on ``answers`` (from :func:`answers_of`, perhaps in another process), computed
+    with the reference on this process's own ``spec``; ``imported`` names the attnlib function
+    that was handed in as the answer, if any."""
+    if imported:
+        return _imported(spec.name, imported)
+    if spec.judge is not None:
+        return spec.judge(answers)
+    for i, args in enumerate(spec.cases):
+        if i >= len(answers):
+            return CheckResult(False, f"{spec.name}: case {i + 1} gave no answer (the run ended first).")
+        bad = _case_verdict(spec, i, answers[i], spec.to_numpy(spec.reference(*args)))
+        if bad is not None:
+            return bad
+    return CheckResult(True, f"{spec.name}: correct on all {len(spec.cases)} cases.")
+
+
+def _check(spec: Spec, fn: Callable) -> CheckResult:
+    """A checker in the notebook: each case's reference, then the student's answer, in turn."""
+    imported = _attnlib_function(fn)
+    if imported:
+        return _imported(spec.name, imported)
+    if spec.collect is not None:
+        return spec.judge(spec.collect(fn))
+    for i, args in enumerate(spec.cases):
+        expected = spec.to_numpy(spec.reference(*args))
+        bad = _case_verdict(spec, i, _answer(spec, fn, args), expected)
+        if bad is not None:
+            return bad
+    return CheckResult(True, f"{spec.name}: correct on all {len(spec.cases)} cases.")
 
 
 def _distribution_pairs(seed: int, zeros: bool = True) -> list:
@@ -110,21 +250,21 @@ def _distribution_pairs(seed: int, zeros: bool = True) -> list:
     return cases
 
 
-def check_tvd(fn: Callable) -> CheckResult:
+def _spec_tvd() -> Spec:
     """Exercise: TVD over the last axis, batched (Chapter 2)."""
     from ..metrics import tvd
 
-    return _report("tvd", fn, _distribution_pairs(0), tvd)
+    return Spec("tvd", _distribution_pairs(0), tvd)
 
 
-def check_jsd(fn: Callable) -> CheckResult:
+def _spec_jsd() -> Spec:
     """Exercise: JSD with natural logs, zeros allowed, batched (Chapter 2)."""
     from ..metrics import jsd
 
-    return _report("jsd", fn, _distribution_pairs(1), jsd)
+    return Spec("jsd", _distribution_pairs(1), jsd)
 
 
-def check_kendall_tau(fn: Callable) -> CheckResult:
+def _spec_kendall_tau() -> Spec:
     """Exercise: Kendall tau-b of two 1-D arrays, ties included (Chapter 2)."""
     from ..metrics import kendall_tau
 
@@ -135,11 +275,12 @@ def check_kendall_tau(fn: Callable) -> CheckResult:
         (np.array([1.0, 1.0, 2.0, 2.0, 3.0]), np.array([1.0, 2.0, 2.0, 3.0, 3.0])),
     ]
     cases += [(rng.normal(size=n), rng.normal(size=n)) for n in (3, 10, 25)]
-    cases += [(rng.integers(0, 3, size=12).astype(float), rng.integers(0, 4, size=12).astype(float)) for _ in range(3)]
-    return _report("kendall_tau", fn, cases, lambda x, y: kendall_tau(x, y)[0])
+    cases += [(rng.integers(0, 3, size=12).astype(float), rng.integers(0, 4, size=12).astype(float)) for _ in range(2)]
+    cases.append((np.full(5, 2.0), np.array([0.3, 0.1, 0.4, 0.1, 0.5])))  # x constant: no tau, NaN (not 0)
+    return Spec("kendall_tau", cases, lambda x, y: kendall_tau(x, y)[0])
 
 
-def check_masked_softmax(fn: Callable) -> CheckResult:
+def _spec_masked_softmax() -> Spec:
     """Exercise: softmax over the real tokens only; exactly 0 on masked ones (Chapter 1)."""
     from ..models import masked_softmax
 
@@ -151,10 +292,11 @@ def check_masked_softmax(fn: Callable) -> CheckResult:
         mask[:, 1] = True  # at least one real token per row
         cases.append((scores, mask))
     cases.append((torch.tensor([[1000.0, 1001.0, -5.0]]), torch.tensor([[True, True, False]])))  # overflow trap
-    return _report("masked_softmax", fn, cases, masked_softmax, to_numpy=lambda t: np.asarray(t.detach() if isinstance(t, torch.Tensor) else t))
+    return Spec("masked_softmax", cases, masked_softmax,
+                to_numpy=lambda t: np.asarray(t.detach() if isinstance(t, torch.Tensor) else t))
 
 
-def check_context(fn: Callable) -> CheckResult:
+def _spec_context() -> Spec:
     """Exercise: the context vector c = sum_t alpha_t h_t for a batch (Chapter 1)."""
     g = torch.Generator().manual_seed(4)
     cases = []
@@ -162,7 +304,7 @@ def check_context(fn: Callable) -> CheckResult:
         hidden = torch.randn(B, T, H, generator=g)
         alpha = torch.softmax(torch.randn(B, T, generator=g), -1)
         cases.append((hidden, alpha))
-    return _report("context", fn, cases, lambda h, a: torch.einsum("bt,bth->bh", a, h))
+    return Spec("context", cases, lambda h, a: torch.einsum("bt,bth->bh", a, h))
 
 
 # ----------------------------------------------------------------------------- Chapters 3-5
@@ -197,7 +339,7 @@ def _per_instance_reference(measure):
     return reference
 
 
-def check_leave_one_out(fn: Callable) -> CheckResult:
+def _spec_leave_one_out() -> Spec:
     """Exercise: leave-one-out by deletion for one instance (Chapter 3).
 
     ``fn(model, tokens)``: ``tokens`` is a 1-D LongTensor ``<SOS> w_1 ... w_n <EOS>``; return
@@ -209,11 +351,11 @@ def check_leave_one_out(fn: Callable) -> CheckResult:
     for encoder in ("lstm", "average"):
         model, instances = _tiny_model_and_instances(encoder)
         cases += [(model, t) for t in instances]
-    return _report("leave_one_out", fn, cases, _per_instance_reference(leave_one_out), atol=1e-5,
+    return Spec("leave_one_out", cases, _per_instance_reference(leave_one_out), atol=1e-5,
                    to_numpy=lambda t: np.asarray(t.detach() if isinstance(t, torch.Tensor) else t, dtype=float))
 
 
-def check_gradient_importance(fn: Callable) -> CheckResult:
+def _spec_gradient_importance() -> Spec:
     """Exercise: J&W's gradient importance with attention detached, for one instance (Chapter 3)."""
     from ..experiments.importance import gradient_importance
 
@@ -221,40 +363,73 @@ def check_gradient_importance(fn: Callable) -> CheckResult:
     for encoder in ("lstm", "cnn"):
         model, instances = _tiny_model_and_instances(encoder, seed=7)
         cases += [(model, t) for t in instances[1:]]
-    return _report("gradient_importance", fn, cases, _per_instance_reference(gradient_importance), atol=1e-5,
+    return Spec("gradient_importance", cases, _per_instance_reference(gradient_importance), atol=1e-5,
                    to_numpy=lambda t: np.asarray(t.detach() if isinstance(t, torch.Tensor) else t, dtype=float))
 
 
-def check_permutation(fn: Callable) -> CheckResult:
+_PERMUTATION_DRAWS = 400
+
+
+def _spec_permutation() -> Spec:
     """Exercise: permute attention among the real tokens only (Chapter 4).
 
     ``fn(alpha, mask, generator)`` with ``alpha`` (T,), ``mask`` (T,) bool and a
-    ``torch.Generator`` returns one permuted copy of ``alpha``.
+    ``torch.Generator`` returns one permuted copy of ``alpha``. The 400 draws must be a
+    uniform rearrangement: every one of the 12 orders of the weights (0.5, 0.2, 0.2, 0.1)
+    turns up, so a random rotation (4 orders) fails.
     """
-    g = torch.Generator().manual_seed(11)
     alpha = torch.tensor([0.0, 0.5, 0.2, 0.2, 0.1, 0.0, 0.0])
     mask = torch.tensor([False, True, True, True, True, False, False])
-    try:
-        draws = [torch.as_tensor(fn(alpha, mask, g), dtype=torch.float32) for _ in range(400)]
-    except NotImplementedError:
-        return CheckResult(False, "permutation: not implemented yet (the starter still raises NotImplementedError).")
-    except Exception as err:  # noqa: BLE001
-        return CheckResult(False, f"permutation: raised {type(err).__name__}: {err}")
-    for d in draws:
-        if d.shape != alpha.shape:
-            return CheckResult(False, f"permutation: returned shape {tuple(d.shape)}, expected {tuple(alpha.shape)}.")
-        if torch.any(d[~mask] != 0):
-            return CheckResult(False, "permutation: moved weight onto <SOS>, <EOS> or padding.")
-        if not torch.allclose(d[mask].sort().values, alpha[mask].sort().values):
-            return CheckResult(False, "permutation: the real tokens' weights are not a rearrangement of the original ones.")
-    stacked = torch.stack(draws)
-    where_big = (stacked[:, mask] == 0.5).float().mean(0)  # the 0.5 weight should land anywhere
-    if torch.any(where_big < 0.15):
-        return CheckResult(False, "permutation: not uniform: the largest weight rarely reaches some positions.")
-    return CheckResult(True, "permutation: correct on 400 random draws (a uniform rearrangement of the real tokens).")
+
+    def collect(fn):
+        g = torch.Generator().manual_seed(11)
+        try:
+            draws = [torch.as_tensor(fn(alpha, mask, g), dtype=torch.float32) for _ in range(_PERMUTATION_DRAWS)]
+        except NotImplementedError:
+            return [Answer("not_implemented")]
+        except Exception as err:  # noqa: BLE001
+            return [Answer("raised", detail=_short(f"{type(err).__name__}: {err}"))]
+        for d in draws:
+            if d.shape != alpha.shape:
+                return [Answer("invalid", detail=f"returned shape {tuple(d.shape)}, expected {tuple(alpha.shape)}.")]
+        return [Answer("value", torch.stack(draws).numpy())]
+
+    def judge_draws(answers):
+        answer = answers[0] if answers else Answer("invalid", detail="gave no answer (the run ended first).")
+        if answer.kind == "not_implemented":
+            return CheckResult(False, "permutation: not implemented yet "
+                                      "(the starter still raises NotImplementedError).")
+        if answer.kind == "raised":
+            return CheckResult(False, f"permutation: raised {answer.detail}")
+        if answer.kind == "invalid":
+            return CheckResult(False, f"permutation: {answer.detail}")
+        if np.shape(answer.value) != (_PERMUTATION_DRAWS, len(alpha)):
+            return CheckResult(False, f"permutation: returned {np.shape(answer.value)} draws, "
+                                      f"expected {(_PERMUTATION_DRAWS, len(alpha))}.")
+        stacked = torch.as_tensor(np.asarray(answer.value, dtype=np.float32))
+        for d in stacked:
+            if torch.any(d[~mask] != 0):
+                return CheckResult(False, "permutation: moved weight onto <SOS>, <EOS> or padding.")
+            if not torch.allclose(d[mask].sort().values, alpha[mask].sort().values):
+                return CheckResult(False, "permutation: the real tokens' weights are not a rearrangement "
+                                          "of the original ones.")
+        where_big = (stacked[:, mask] == 0.5).float().mean(0)  # the 0.5 weight should land anywhere
+        if torch.any(where_big < 0.15):
+            return CheckResult(False, "permutation: not uniform: the largest weight rarely reaches some positions.")
+        orders = {}
+        for d in stacked[:, mask]:
+            key = tuple(np.round(d.numpy(), 6))
+            orders[key] = orders.get(key, 0) + 1
+        if len(orders) < 12 or min(orders.values()) < 10:  # 400 / 12 = 33 each on average
+            return CheckResult(False, f"permutation: not uniform: {len(orders)} of the 12 orders of the real tokens' "
+                                      "weights turn up, some rarely (a rotation gives only 4).")
+        return CheckResult(True, "permutation: correct on 400 random draws "
+                                 "(a uniform rearrangement of the real tokens).")
+
+    return Spec("permutation", collect=collect, judge=judge_draws)
 
 
-def check_binned_medians(fn: Callable) -> CheckResult:
+def _spec_binned_medians() -> Spec:
     """Exercise: median of a value per bin of max attention, J&W's bins (Chapter 4)."""
     import pandas as pd
 
@@ -271,10 +446,10 @@ def check_binned_medians(fn: Callable) -> CheckResult:
         frame = bin_by_max_attention(values, max_attention)
         return frame.groupby("bin", observed=False)["value"].median().to_numpy()
 
-    return _report("binned medians", fn, cases, reference, to_numpy=lambda x: np.asarray(x, dtype=float))
+    return Spec("binned medians", cases, reference, to_numpy=lambda x: np.asarray(x, dtype=float))
 
 
-def check_eps_max_jsd(fn: Callable) -> CheckResult:
+def _spec_eps_max_jsd() -> Spec:
     """Exercise: J&W's selection: max JSD over candidates within eps, alpha-hat counts as 0 (Chapter 5)."""
     from ..experiments.counterfactual import select_within_eps
 
@@ -285,10 +460,11 @@ def check_eps_max_jsd(fn: Callable) -> CheckResult:
         jsd = rng.uniform(0, np.log(2), (n, k))
         cases.append((tvd, jsd, eps))
     cases.append((np.full((2, 3), 0.5), np.full((2, 3), 0.6), 0.01))  # nothing kept: 0
-    return _report("eps_max_jsd", fn, cases, lambda t, j, e: select_within_eps(t, j, e)[1], to_numpy=lambda x: np.asarray(x, dtype=float))
+    return Spec("eps_max_jsd", cases, lambda t, j, e: select_within_eps(t, j, e)[1],
+                to_numpy=lambda x: np.asarray(x, dtype=float))
 
 
-def check_pairwise_jsd(fn: Callable) -> CheckResult:
+def _spec_pairwise_jsd() -> Spec:
     """Exercise: the adversary's diversity term, the mean JSD over pairs of K candidates (Chapter 5)."""
     from ..metrics import jsd
 
@@ -300,13 +476,13 @@ def check_pairwise_jsd(fn: Callable) -> CheckResult:
         i, j = np.triu_indices(len(c), 1)
         return float(np.mean(jsd(c[i], c[j])))
 
-    return _report("pairwise JSD", fn, cases, reference, to_numpy=lambda x: np.asarray(x, dtype=float))
+    return Spec("pairwise JSD", cases, reference, to_numpy=lambda x: np.asarray(x, dtype=float))
 
 
 # ----------------------------------------------------------------------------- Chapters 6-7
 
 
-def check_uniform_attention(fn: Callable) -> CheckResult:
+def _spec_uniform_attention() -> Spec:
     """Exercise: alpha_t = 1/T over the real tokens, exactly 0 elsewhere, batched (Chapter 6)."""
     from ..models import uniform_attention
 
@@ -317,11 +493,11 @@ def check_uniform_attention(fn: Callable) -> CheckResult:
         mask[:, 0] = True  # at least one real token per row
         cases.append((mask,))
     cases.append((torch.tensor([[False, True, False, False]]),))  # one real token: weight 1
-    return _report("uniform attention", fn, cases, uniform_attention,
+    return Spec("uniform attention", cases, uniform_attention,
                    to_numpy=lambda t: np.asarray(t.detach() if isinstance(t, torch.Tensor) else t, dtype=float))
 
 
-def check_f1(fn: Callable) -> CheckResult:
+def _spec_f1() -> Spec:
     """Exercise: F1 of the positive class from labels and p(positive), threshold 0.5 (Chapter 6)."""
     from sklearn.metrics import f1_score
 
@@ -331,11 +507,11 @@ def check_f1(fn: Callable) -> CheckResult:
         labels = rng.integers(0, 2, n)
         cases.append((labels, np.clip(labels * 0.3 + rng.uniform(0, 0.7, n), 0, 1)))
     cases.append((np.array([0, 0, 1]), np.array([0.1, 0.2, 0.3])))  # no positive prediction: F1 = 0
-    return _report("f1", fn, cases, lambda y, p: f1_score(y, (p > 0.5).astype(int), zero_division=0),
+    return Spec("f1", cases, lambda y, p: f1_score(y, (p > 0.5).astype(int), zero_division=0),
                    to_numpy=lambda x: np.asarray(x, dtype=float))
 
 
-def check_median_jsd_over_seeds(fn: Callable) -> CheckResult:
+def _spec_median_jsd_over_seeds() -> Spec:
     """Exercise: per instance, the median over seeds of JSD(alpha_seed, alpha_base) (Chapter 7)."""
     from ..metrics import jsd
 
@@ -348,18 +524,18 @@ def check_median_jsd_over_seeds(fn: Callable) -> CheckResult:
             base[:, -2:], seeds[..., -2:] = 0, 0  # padding: zero in every model
             base, seeds = base / base.sum(-1, keepdims=True), seeds / seeds.sum(-1, keepdims=True)
         cases.append((seeds, base))
-    return _report("median JSD over seeds", fn, cases,
+    return Spec("median JSD over seeds", cases,
                    lambda seeds, base: np.median(jsd(seeds, np.broadcast_to(base, seeds.shape).copy()), axis=0),
                    to_numpy=lambda x: np.asarray(x, dtype=float))
 
 
-def check_noise_floor_fraction(fn: Callable) -> CheckResult:
+def _spec_noise_floor_fraction() -> Spec:
     """Exercise: the share of instances whose adversarial JSD beats the seeds' JSD (Chapter 7)."""
     rng = np.random.default_rng(18)
     cases = [(np.array([0.5, 0.1, 0.3]), np.array([0.2, 0.2, 0.3]))]  # ties do not count as beating
     for n in (10, 500):
         cases.append((rng.uniform(0, 0.69, n), rng.uniform(0, 0.3, n)))
-    return _report("noise-floor fraction", fn, cases, lambda adv, seeds: float(np.mean(adv > seeds)),
+    return Spec("noise-floor fraction", cases, lambda adv, seeds: float(np.mean(adv > seeds)),
                    to_numpy=lambda x: np.asarray(x, dtype=float))
 
 
@@ -380,14 +556,14 @@ def _attention_cases(seed: int, shapes=((1, 3), (4, 7), (5, 12)), *, min_real: i
     return cases
 
 
-def check_masked_kl(fn: Callable) -> CheckResult:
+def _spec_masked_kl() -> Spec:
     """Exercise: KL(alpha_a || alpha_b) over the real tokens, finite with exact zeros on padding (Chapter 8)."""
     from ..experiments.adversarial_training import attention_kl
 
-    return _report("masked KL", fn, _attention_cases(19), attention_kl, to_numpy=_as_float)
+    return Spec("masked KL", _attention_cases(19), attention_kl, to_numpy=_as_float)
 
 
-def check_adversarial_loss(fn: Callable) -> CheckResult:
+def _spec_adversarial_loss() -> Spec:
     """Exercise: W&P's per-instance loss TVD(y_a, y_b) - lambda KL(alpha_a || alpha_b) (Chapter 8)."""
     from ..experiments.adversarial_training import adversarial_loss
 
@@ -397,10 +573,10 @@ def check_adversarial_loss(fn: Callable) -> CheckResult:
         pa = torch.softmax(torch.randn(a.shape[0], 2, generator=g, dtype=torch.float64), -1)
         pb = torch.softmax(torch.randn(a.shape[0], 2, generator=g, dtype=torch.float64), -1)
         cases.append((pa, pb, a, b, mask, lam))
-    return _report("adversarial loss", fn, cases, adversarial_loss, to_numpy=_as_float)
+    return Spec("adversarial loss", cases, adversarial_loss, to_numpy=_as_float)
 
 
-def check_guided_context(fn: Callable) -> CheckResult:
+def _spec_guided_context() -> Spec:
     """Exercise: the context sum_t alpha_t h_t of a diagnostic model with given, ragged attention (Chapter 9).
 
     ``fn(hidden, given)``: hidden (B, T, H), given a list of B arrays (one weight per real
@@ -420,10 +596,10 @@ def check_guided_context(fn: Callable) -> CheckResult:
             alpha[i, : len(w)] = torch.as_tensor(w)
         return (alpha.unsqueeze(-1) * hidden).sum(1)
 
-    return _report("guided context", fn, cases, reference, to_numpy=_as_float)
+    return Spec("guided context", cases, reference, to_numpy=_as_float)
 
 
-def check_guide_gain(fn: Callable) -> CheckResult:
+def _spec_guide_gain() -> Spec:
     """Exercise: each guide's F1 gain over the uniform guide, mean and sd over seeds (Chapter 9).
 
     ``fn(frame)``: a frame with columns guide, seed, f1 (one row per guide and seed);
@@ -450,13 +626,10 @@ def check_guide_gain(fn: Callable) -> CheckResult:
             raise ValueError("return a DataFrame with columns 'mean gain' and 'sd gain'")
         return f.sort_index()[["mean gain", "sd gain"]].to_numpy(dtype=float)
 
-    try:
-        return _report("guide gain", fn, cases, reference, to_numpy=to_numpy)
-    except ValueError as err:
-        return CheckResult(False, f"guide gain: {err}")
+    return Spec("guide gain", cases, reference, to_numpy=to_numpy)
 
 
-def check_erase(fn: Callable) -> CheckResult:
+def _spec_erase() -> Spec:
     """Exercise: zero the chosen attention weights and renormalise over the rest (Chapter 10)."""
     from ..experiments.erasure import erased_attention
 
@@ -467,10 +640,10 @@ def check_erase(fn: Callable) -> CheckResult:
         first = mask.float().argmax(-1)  # keep the first real token of every row
         remove[torch.arange(len(mask)), first] = False
         cases.append((a, mask, remove))
-    return _report("erase and renormalise", fn, cases, erased_attention, to_numpy=_as_float)
+    return Spec("erase and renormalise", cases, erased_attention, to_numpy=_as_float)
 
 
-def check_first_flip_fraction(fn: Callable) -> CheckResult:
+def _spec_first_flip_fraction() -> Spec:
     """Exercise: the fraction of tokens removed at the first decision flip, NaN if none (Chapter 10).
 
     ``fn(flips, lengths)``: flips (N, K) bool, flips[i, k] True when erasing the k+1 top-ranked
@@ -485,7 +658,7 @@ def check_first_flip_fraction(fn: Callable) -> CheckResult:
         first = flips.argmax(-1) + 1.0
         return np.where(flips.any(-1), first / lengths, np.nan)
 
-    return _report("first-flip fraction", fn, cases, reference, to_numpy=lambda x: np.asarray(x, dtype=float))
+    return Spec("first-flip fraction", cases, reference, to_numpy=lambda x: np.asarray(x, dtype=float))
 
 
 def _head_cases(seed: int) -> list:
@@ -499,20 +672,20 @@ def _head_cases(seed: int) -> list:
     return cases
 
 
-def check_null_dim(fn: Callable) -> CheckResult:
+def _spec_null_dim() -> Spec:
     """Exercise: the dimension of T's left null space, n - rank(T), with the book's tolerance (Chapter 11)."""
     from ..experiments.identifiability import null_space_dim
 
     cases = [(T,) for _, T in _head_cases(21)] + [(np.zeros((4, 3)),)]
-    return _report("null-space dimension", fn, cases, lambda T: null_space_dim(T[None])[0],
+    return Spec("null-space dimension", cases, lambda T: null_space_dim(T[None])[0],
                    to_numpy=lambda x: np.asarray(x, dtype=float))
 
 
-def check_effective_attention(fn: Callable) -> CheckResult:
+def _spec_effective_attention() -> Spec:
     """Exercise: A's rows projected onto the column space of T (Chapter 11)."""
     from ..experiments.identifiability import effective_attention
 
-    return _report("effective attention", fn, _head_cases(22), lambda A, T: effective_attention(A[None], T[None])[0],
+    return Spec("effective attention", _head_cases(22), lambda A, T: effective_attention(A[None], T[None])[0],
                    atol=1e-8, to_numpy=lambda x: np.asarray(x, dtype=float))
 
 
@@ -539,7 +712,7 @@ def _tiny_transformer(seed: int):
     return model.eval(), tokens
 
 
-def check_head_permutation(fn: Callable) -> CheckResult:
+def _spec_head_permutation() -> Spec:
     """Exercise: the output change when one head's rows are permuted by given sources (Chapter 12).
 
     ``fn(model, tokens, site, sources)`` -> (B,) TVD between the model's output and its output
@@ -563,11 +736,11 @@ def check_head_permutation(fn: Callable) -> CheckResult:
             edit = lambda rows, _mask: permute_rows(rows, sources.unsqueeze(1)).squeeze(1)  # noqa: E731
             return tvd(model(tokens).probs, model(tokens, edits={site: edit}).probs, check=False)
 
-    return _report("per-head permutation", fn, cases, reference, atol=1e-5,
+    return Spec("per-head permutation", cases, reference, atol=1e-5,
                    to_numpy=lambda x: np.asarray(x, dtype=float))
 
 
-def check_head_importance(fn: Callable) -> CheckResult:
+def _spec_head_importance() -> Spec:
     """Exercise: Michel et al.'s head importance from attention and its gradient (Chapter 12).
 
     ``fn(attention, grad)``: both (B, L, h, T, T), a toy model's attention and dL/dA per
@@ -594,7 +767,7 @@ def check_head_importance(fn: Callable) -> CheckResult:
         norm = np.linalg.norm(scores, axis=1, keepdims=True)
         return scores / np.where(norm > 0, norm, 1.0)
 
-    return _report("head importance", fn, cases, reference, atol=1e-6, to_numpy=lambda x: np.asarray(x, dtype=float))
+    return Spec("head importance", cases, reference, atol=1e-6, to_numpy=lambda x: np.asarray(x, dtype=float))
 
 
 def _mask_cases(seed: int) -> list:
@@ -614,15 +787,15 @@ def _mask_cases(seed: int) -> list:
     return cases
 
 
-def check_attention_mass(fn: Callable) -> CheckResult:
+def _spec_attention_mass() -> Spec:
     """Exercise: alpha^T m, the attention on the impermissible tokens, per instance (Chapter 13)."""
     from ..experiments.deception import attention_mass
 
-    return _report("attention mass", fn, _mask_cases(31), lambda a, m: attention_mass(a, m), atol=1e-9,
+    return Spec("attention mass", _mask_cases(31), lambda a, m: attention_mass(a, m), atol=1e-9,
                    to_numpy=lambda x: np.asarray(x, dtype=float))
 
 
-def check_impermissible_penalty(fn: Callable) -> CheckResult:
+def _spec_impermissible_penalty() -> Spec:
     """Exercise: Pruthi et al.'s penalty, the batch mean of -lambda log(1 - alpha^T m) (Chapter 13).
 
     ``fn(attention, mask, lam)`` -> a scalar. The last case puts all the attention on the
@@ -631,7 +804,7 @@ def check_impermissible_penalty(fn: Callable) -> CheckResult:
     from ..experiments.deception import impermissible_penalty
 
     cases = [(a, m, lam) for (a, m), lam in zip(_mask_cases(32), (0.1, 1.0, 0.0, 1.0))]
-    return _report("impermissible penalty", fn, cases, lambda a, m, lam: impermissible_penalty(a, m, lam),
+    return Spec("impermissible penalty", cases, lambda a, m, lam: impermissible_penalty(a, m, lam),
                    atol=1e-6, to_numpy=lambda x: np.asarray(x, dtype=float))
 
 
@@ -651,7 +824,7 @@ def _one_sentence(attentions: torch.Tensor):
     return attentions[None], torch.ones(1, attentions.shape[-1], dtype=torch.bool)
 
 
-def check_augmented_attention(fn: Callable) -> CheckResult:
+def _spec_augmented_attention() -> Spec:
     """Exercise: A^ = r I + (1 - r) mean_h A, rows renormalised, for one layer (Chapter 14).
 
     ``fn(attention, residual)``: attention (h, T, T) of one layer, residual r in [0, 1) -> (T, T).
@@ -665,11 +838,11 @@ def check_augmented_attention(fn: Callable) -> CheckResult:
     def reference(attention, residual):  # a one-layer rollout is that layer's A^
         return rollout(*_one_sentence(attention[None]), residual=residual)[0, 0]
 
-    return _report("augmented attention", fn, cases, reference, atol=1e-9,
+    return Spec("augmented attention", cases, reference, atol=1e-9,
                    to_numpy=lambda x: np.asarray(x, dtype=float))
 
 
-def check_rollout(fn: Callable) -> CheckResult:
+def _spec_rollout() -> Spec:
     """Exercise: the rollout after the last layer, R_L = A^_L ... A^_1, for one sentence (Chapter 14).
 
     ``fn(attentions)``: (L, h, T, T) -> (T, T), with A&Z's residual weight 0.5. The first case
@@ -677,7 +850,7 @@ def check_rollout(fn: Callable) -> CheckResult:
     """
     from ..experiments.flow import rollout
 
-    return _report("rollout", fn, [(a,) for a in _layer_cases(43)], lambda a: rollout(*_one_sentence(a))[0, -1], atol=1e-9,
+    return Spec("rollout", [(a,) for a in _layer_cases(43)], lambda a: rollout(*_one_sentence(a))[0, -1], atol=1e-9,
                    to_numpy=lambda x: np.asarray(x, dtype=float))
 
 
@@ -705,7 +878,7 @@ def _erasure_cases(seed: int) -> list:
     return cases
 
 
-def check_erasure_one_instance(fn: Callable) -> CheckResult:
+def _spec_erasure_one_instance() -> Spec:
     """Exercise: ERASER's comprehensiveness and sufficiency of one instance at one fraction (Chapter 15).
 
     ``fn(predict, words, scores, fraction) -> (comprehensiveness, sufficiency)``: ``predict``
@@ -723,11 +896,11 @@ def check_erasure_one_instance(fn: Callable) -> CheckResult:
         alone = predict([w for w, r in zip(words, keep) if r])
         return np.array([probability_drop(full, without), probability_drop(full, alone)])
 
-    return _report("comprehensiveness and sufficiency", lambda *a: np.asarray(fn(*a), dtype=float).reshape(-1),
-                   _erasure_cases(51), reference, atol=1e-9)
+    return Spec("comprehensiveness and sufficiency", _erasure_cases(51), reference, atol=1e-9,
+                call=lambda fn, *a: np.asarray(fn(*a), dtype=float).reshape(-1))
 
 
-def check_aopc(fn: Callable) -> CheckResult:
+def _spec_aopc() -> Spec:
     """Exercise: AOPC of curves over ERASER's fractions (Chapter 15).
 
     ``fn(values) -> aopc``: ``values`` (..., F) holds a metric at the fractions 1, 5, 10, 20,
@@ -740,32 +913,126 @@ def check_aopc(fn: Callable) -> CheckResult:
     rng = np.random.default_rng(52)
     cases = [(np.array([0.05, 0.12, 0.2, 0.31, 0.4]),), (rng.normal(0.2, 0.2, (6, 5)),),
              (rng.random((4, 3, 5)),), (np.array([[0.3, -0.1, 0.2, 0.0, 0.5]]),)]
-    return _report("AOPC", fn, cases, aopc, atol=1e-12)
+    return Spec("AOPC", cases, aopc, atol=1e-12)
 
 
-# ----------------------------------------------------------------------------- the grade log
-
-#: Environment variable naming the file that every checker appends its verdict to (tools/grade.py).
-GRADE_LOG_ENV = "ATTNLIB_GRADE_LOG"
+# ----------------------------------------------------------------------------- the checkers
 
 
-def _logs_verdict(checker: Callable[[Callable], CheckResult]) -> Callable[[Callable], CheckResult]:
-    """``checker``, which also appends its verdict to ``$ATTNLIB_GRADE_LOG`` when that is set."""
-
-    @functools.wraps(checker)
-    def run(fn: Callable) -> CheckResult:
-        result = checker(fn)
-        path = os.environ.get(GRADE_LOG_ENV)
-        if path:
-            line = {"checker": checker.__name__, "passed": bool(result), "message": result.message}
-            with open(path, "a", encoding="utf-8") as log:
-                log.write(json.dumps(line) + "\n")
-        return result
-
-    return run
+#: Each checker's name -> the function that builds its :class:`Spec` (cases are built afresh each time).
+SPECS: dict[str, Callable[[], Spec]] = {name: globals()["_spec_" + name[len("check_"):]]
+                                        for name in __all__ if name.startswith("check_")}
 
 
-for _name in __all__:
-    if _name.startswith("check_"):
-        globals()[_name] = _logs_verdict(globals()[_name])
-del _name
+def _checker(name: str, build: Callable[[], Spec]) -> Callable[[Callable], CheckResult]:
+    def check(fn: Callable) -> CheckResult:
+        return _check(build(), fn)
+
+    check.__name__ = check.__qualname__ = name
+    check.__doc__ = build.__doc__
+    return check
+
+
+for _name, _build in SPECS.items():
+    globals()[_name] = _checker(_name, _build)
+del _name, _build
+
+
+# ----------------------------------------------------------------------------- answers as data (tools/grade.py)
+
+#: The most bytes :func:`read_answers` reads of one checker's answers (its JSON and its arrays).
+MAX_ANSWER_BYTES = 64 * 2**20
+
+
+def _write_atomic(path: Path, write) -> None:
+    part = path.with_name(path.name + ".part")
+    with open(part, "wb") as out:
+        write(out)
+    os.replace(part, path)
+
+
+def record_answers(checker: str, get_answer: Callable[[], Callable], folder) -> None:
+    """Run the answer that ``get_answer()`` returns on the cases of ``checker`` (a name in
+    :data:`SPECS`) and write what it gave to ``folder``: ``<checker>.npz``, the values
+    (``a0``, ``a1``, ...), and ``<checker>.json``: each answer's kind and detail, the attnlib
+    function handed in as the answer if any, and why there is no answer at all (``missing``,
+    e.g. the answer's name is not defined). No pickles: the reader trusts none of it."""
+    if checker not in SPECS:
+        raise ValueError(f"unknown checker {checker!r}; expected one of {sorted(SPECS)}")
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    record = {"checker": checker, "imported": None, "missing": None, "answers": []}
+    arrays = {}
+    try:
+        fn = get_answer()
+    except Exception as err:  # noqa: BLE001 - e.g. NameError: the answer is not defined
+        record["missing"] = _short(f"{type(err).__name__}: {err}")
+    else:
+        record["imported"] = _attnlib_function(fn)
+        if record["imported"] is None:
+            for i, answer in enumerate(answers_of(SPECS[checker](), fn)):
+                record["answers"].append({"kind": answer.kind, "detail": answer.detail})
+                if answer.value is not None:
+                    arrays[f"a{i}"] = np.asarray(answer.value)
+    _write_atomic(folder / f"{checker}.npz", lambda out: np.savez(out, **arrays))
+    _write_atomic(folder / f"{checker}.json", lambda out: out.write(json.dumps(record).encode("utf-8")))
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """What :func:`read_answers` found: the answers, the attnlib function handed in (if any),
+    why there is no answer (``missing``) or why the record cannot be read (``unreadable``)."""
+
+    answers: list
+    imported: str | None = None
+    missing: str | None = None
+    unreadable: str | None = None
+
+
+def read_answers(checker: str, folder, max_bytes: int = MAX_ANSWER_BYTES) -> Recorded | None:
+    """The answers :func:`record_answers` wrote to ``folder`` for ``checker``, checked strictly
+    (sizes, kinds, arrays of numbers; ``np.load`` without pickles); None when there are none."""
+    folder = Path(folder)
+    meta, data = folder / f"{checker}.json", folder / f"{checker}.npz"
+    if folder.is_symlink() or not meta.is_file() or meta.is_symlink():
+        return None
+    try:
+        if data.is_symlink() or not data.is_file():  # a link, a pipe or nothing: never opened
+            raise ValueError("the arrays are missing or not a plain file")
+        if meta.stat().st_size + data.stat().st_size > max_bytes:
+            raise ValueError(f"the answers take more than {max_bytes} bytes")
+        record = json.loads(meta.read_text(encoding="utf-8"))
+        if not isinstance(record, dict) or record.get("checker") != checker:
+            raise ValueError("not a record of this checker")
+        texts = {k: record.get(k) for k in ("imported", "missing")}
+        if any(v is not None and not isinstance(v, str) for v in texts.values()):
+            raise ValueError("a field that should be text is not")
+        answers = []
+        entries = record.get("answers")
+        if not isinstance(entries, list):
+            raise ValueError("no list of answers")
+        with np.load(data, allow_pickle=False) as arrays:
+            for i, entry in enumerate(entries):
+                kind, detail = entry.get("kind"), entry.get("detail", "")
+                if kind not in ANSWER_KINDS or not isinstance(detail, str):
+                    raise ValueError(f"answer {i + 1} is malformed")
+                value = _numbers(arrays[f"a{i}"]) if kind == "value" else None
+                answers.append(Answer(kind, value, _short(detail)))
+        return Recorded(answers, texts["imported"] and _short(texts["imported"]),
+                        texts["missing"] and _short(texts["missing"]))
+    except Exception as err:  # noqa: BLE001 - whatever the sandbox left, it is data, never a pass
+        return Recorded([], unreadable=_short(f"{type(err).__name__}: {err}"))
+
+
+def judge_recorded(checker: str, folder) -> CheckResult | None:
+    """The verdict on the answers recorded in ``folder`` for ``checker``, computed here with the
+    reference on this process's own cases; None when nothing was recorded (see :func:`read_answers`)."""
+    recorded = read_answers(checker, folder)
+    if recorded is None:
+        return None
+    spec = SPECS[checker]()
+    if recorded.unreadable:
+        return CheckResult(False, f"{spec.name}: the recorded answers cannot be read ({recorded.unreadable}).")
+    if recorded.missing:
+        return CheckResult(False, f"{spec.name}: no answer to check: {recorded.missing}")
+    return judge(spec, recorded.answers, recorded.imported)

@@ -392,7 +392,7 @@ def _spec_permutation() -> Spec:
         for d in draws:
             if d.shape != alpha.shape:
                 return [Answer("invalid", detail=f"returned shape {tuple(d.shape)}, expected {tuple(alpha.shape)}.")]
-        return [Answer("value", torch.stack(draws).numpy())]
+        return [Answer("value", torch.stack(draws).cpu().numpy())]
 
     def judge_draws(answers):
         answer = answers[0] if answers else Answer("invalid", detail="gave no answer (the run ended first).")
@@ -418,7 +418,7 @@ def _spec_permutation() -> Spec:
             return CheckResult(False, "permutation: not uniform: the largest weight rarely reaches some positions.")
         orders = {}
         for d in stacked[:, mask]:
-            key = tuple(np.round(d.numpy(), 6))
+            key = tuple(np.round(d.cpu().numpy(), 6))
             orders[key] = orders.get(key, 0) + 1
         if len(orders) < 12 or min(orders.values()) < 10:  # 400 / 12 = 33 each on average
             return CheckResult(False, f"permutation: not uniform: {len(orders)} of the 12 orders of the real tokens' "

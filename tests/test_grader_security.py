@@ -230,6 +230,23 @@ def test_the_sandbox_tool_is_here():
     assert sandbox.unavailable([*sandbox.python_paths(), str(grade.attnlib_dir())]) is None
 
 
+def test_a_python_or_checkout_under_tmp_stays_visible_in_the_sandbox(tmp_path):
+    """CI's fresh clone (and its .venv) may live under /tmp: the sandbox's private /tmp must not hide it."""
+    venv = tmp_path / "clone" / ".venv"
+    (venv / "bin").mkdir(parents=True)
+    script = venv / "bin" / "hello.py"
+    script.write_text("print('visible')\n")
+    (tmp_path / "in").mkdir()
+    out = tmp_path / "out"
+    out.mkdir()
+    sandbox.prepare_out(out)
+    cmd = sandbox.command([sys.executable, str(script)], read_only=[*sandbox.python_paths(), str(venv)],
+                          in_dir=tmp_path / "in", out_dir=out, env={}, limits=sandbox.Limits())
+    assert cmd.index("--tmpfs") < cmd.index(str(venv))  # the tmpfs first, the folder bound on top of it
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "visible", done.stderr[-500:]
+
+
 def test_the_honest_student_passes(graded):
     assert _verdicts(graded, "a_honest") == {
         "ex-tvd": ("True", "tvd: correct on all 7 cases."), "ex-jsd": ("True", "jsd: correct on all 7 cases."),

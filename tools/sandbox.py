@@ -96,7 +96,10 @@ def command(argv: list[str], *, read_only: list[str], in_dir: Path, out_dir: Pat
             cmd += ["--symlink", os.readlink(top), top]
         elif os.path.isdir(top):
             cmd += ["--ro-bind", top, top]
-    made, bound = set(), []
+    # the private /tmp first: a read-only folder that lives under /tmp (a checkout or virtual environment
+    # in /tmp, as CI's may be) is then bound on top of it, not hidden by it
+    cmd += ["--perms", "01777", "--size", str(limits.tmp_bytes), "--tmpfs", TMP]
+    made, bound = {TMP}, []
     for path in sorted({os.path.realpath(p) for p in [*_SYSTEM_DIRS, *read_only]}, key=lambda p: (len(p), p)):
         if any(path == b or path.startswith(b + "/") for b in bound):
             continue  # already visible through a folder above it
@@ -106,8 +109,8 @@ def command(argv: list[str], *, read_only: list[str], in_dir: Path, out_dir: Pat
                 made.add(parent)
                 cmd += ["--perms", "0755", "--dir", parent]
         cmd += ["--ro-bind", path, path]
-    cmd += ["--proc", "/proc", "--dev", "/dev", "--perms", "01777", "--size", str(limits.tmp_bytes), "--tmpfs", TMP,
-            "--ro-bind", str(in_dir), IN, "--bind", str(out_dir), OUT, "--chdir", cwd]
+    cmd += ["--proc", "/proc", "--dev", "/dev", "--ro-bind", str(in_dir), IN, "--bind", str(out_dir), OUT,
+            "--chdir", cwd]
     for key, value in env.items():
         cmd += ["--setenv", key, value]
     if is_root():

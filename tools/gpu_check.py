@@ -63,6 +63,8 @@ UNIT_EXCLUDED = {
     "tests/test_portable.py::test_unary_arithmetic_agrees_bit_for_bit_with_numpy": "bit-for-bit CPU arithmetic",
     "tests/test_portable.py::test_the_optimizer_is_torchs_fused_adam_and_computes_adam": "the CPU's fused-Adam bits",
     "tests/test_nbval_drift.py::test_a_drifted_notebook_is_reported_in_one_line_per_cell": "runs nbval",
+    "tests/test_train.py::test_the_trained_model_does_not_depend_on_the_callers_thread_count":
+        "the CPU's thread count (a GPU model does not depend on it)",
 }
 
 #: --quick (the dry run): training sentences, test sentences, and the caps on searches and sweeps.

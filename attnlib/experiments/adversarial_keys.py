@@ -179,6 +179,8 @@ def attention_jsd(model: TransformerClassifier, batch, *, layer: int, key_map) -
         raise ValueError("batch must be an attnlib.data.Batch or a LongTensor of token ids with shape (B, T)")
     if tokens.shape[0] == 0:
         raise ValueError("batch is empty")
+    if isinstance(key_map, torch.nn.Module):
+        key_map.to(device_of(model))  # a map built on the CPU follows a model on a GPU (in place, as Module.to)
     with eval_mode(model):
         adversarial, original, key_mask = _layer_attention(model, tokens.to(device_of(model)), layer, key_map)
         return _row_jsd(adversarial, original, key_mask)

@@ -50,6 +50,7 @@ from .._checks import check_positive_int
 from .._runs import InstanceResult
 from ..data import PAD, Split
 from ..models import AttentionClassifier, TransformerClassifier, real_token_mask
+from ..models.protocol import device_of
 from .faithfulness import rationale_ranking
 from .flow import flow_cls, rollout_cls
 from .identifiability import effective_attention
@@ -177,6 +178,7 @@ def integrated_gradients(model, tokens: torch.Tensor, *, steps: int = IG_STEPS, 
     steps = check_positive_int(steps, "steps", minimum=2)
     if not isinstance(tokens, torch.Tensor) or tokens.ndim != 2 or tokens.dtype != torch.long:
         raise ValueError("tokens must be a (B, T) LongTensor of token ids")
+    tokens = tokens.to(device_of(model))  # the model's device, wherever the caller's ids live
     words = real_token_mask(tokens)
     with torch.no_grad():
         embedded = model.embedding(tokens)

@@ -58,9 +58,15 @@ $(VENDOR)/.vendored: $(NM)/.installed $(NPM_DIR)/widgets-setup.js Makefile
 
 vendor: $(VENDOR)/.vendored
 
-# 2. Run the tests: attnlib unit tests, then plain nbval over the chapters.
+# 2. Run the tests: attnlib unit tests and plain nbval over the chapters, TEST_JOBS at a time
+#    (pytest-xdist; default: one per core, at most 4; TEST_JOBS=1 runs them in one process).
+#    --dist loadfile keeps a notebook's cells (one kernel) and a test module's tests on one
+#    worker. Chapters first: they are the long ones. Two chapters that need one model train it
+#    once: the second waits on the cache entry's lock (attnlib.cache.building) and loads it.
+TEST_JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ "$$n" -gt 4 ] && n=4; echo $$n)
+XDIST = $(if $(filter-out 0 1,$(TEST_JOBS)),-n $(TEST_JOBS) --dist loadfile,)
 test: install
-	$(BIN)/pytest tests chapters --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
+	$(BIN)/pytest chapters tests $(XDIST) --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 
 # 3. Check the built pages in headless Chromium (no network, math typeset,
 #    figures and widgets rendered); screenshots go to _build/screenshots.

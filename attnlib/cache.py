@@ -20,12 +20,19 @@ import os
 import tempfile
 import threading
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+try:  # POSIX: a lock between processes (two chapters, two pytest workers) on one cache entry
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: entries are still written atomically, perhaps twice
+    fcntl = None
+
 import torch
 
-__all__ = ["cache_dir", "cache_key", "code_version", "save", "load", "CacheCorruptionWarning", "ENV_VAR"]
+__all__ = ["cache_dir", "cache_key", "code_version", "save", "load", "building", "CacheCorruptionWarning", "ENV_VAR"]
 
 ENV_VAR = "ATTNLIB_CACHE_DIR"
 _MAGIC = b"ATTNLIB-CACHE-1\n"
@@ -171,3 +178,33 @@ def load(kind: str, key: str) -> Any | None:
     warnings.warn(f"cache entry {target} is corrupt: {problem}; deleting and rebuilding it", CacheCorruptionWarning, stacklevel=2)
     target.unlink(missing_ok=True)
     return None
+
+
+@contextmanager
+def building(kind: str, key: str) -> Iterator[None]:
+    """Hold ``kind/key``'s build lock: one process or thread at a time looks up, builds and saves an entry.
+
+    Two chapters executed side by side (``pytest -n 2``, two notebooks open in JupyterLab) often
+    need the same model. Without the lock both train it (the same bits, since training is
+    deterministic, and the atomic :func:`save` keeps the file whole, but twice the time). With
+    it, the second waits for the first and then loads the entry::
+
+        with cache.building("models", key):
+            entry = cache.load("models", key)
+            if entry is None:
+                entry = train()
+                cache.save("models", key, entry)
+
+    An advisory ``flock`` on ``kind/key.lock`` (released when its holder ends, even by a crash;
+    the lock file stays, empty). Where ``fcntl`` is missing (Windows) it does nothing.
+    """
+    if fcntl is None:
+        yield
+        return
+    lock_path = _path(kind, key).with_suffix(".lock")
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock

@@ -119,7 +119,12 @@ PROFILES: dict[str, Profile] = {
             "agnews": (4000, 1000),
             "20news": (None, None),
         },
-        epochs=8,
+        # J&W train 8 epochs and keep the best dev epoch. Measured in the 8-epoch book: every
+        # rt-polarity and synthetic model kept epoch 1-5 (rt-polarity 3-4), so stopping after 5
+        # trains those same models, bit for bit (the epochs' shuffles and the learning rate do not
+        # depend on the epoch count), in 5/8 of the time. IMDB's CNN and Average kept epoch 7
+        # (dev AUC 0.912 against 0.911 at epoch 6); they now keep their best of 5. `paper`: 8.
+        epochs=5,
         n_eval_instances=500,
         # IMDB reviews are ~200 tokens: leave-one-out runs ~200 forwards per review.
         n_eval_by_dataset={"imdb": 100},
@@ -164,7 +169,7 @@ PROFILES: dict[str, Profile] = {
         capstone_instances=100,
         capstone_synthetic_train=2000,
         capstone_deception_instances=60,
-        description="small and fast: the whole book in about 15 min on 2 CPU cores, <= 2 GB",
+        description="small and fast: 5 epochs, 500 test instances (IMDB 100), 4 seeds; <= 2 GB",
     ),
     "paper": Profile(
         name="paper",

@@ -708,6 +708,15 @@ def load_or_train(
     ``train(model)`` trains it on one thread (see :func:`training_threads`), fills
     ``result``'s fields and returns the state dict to keep; the entry is saved atomically.
     """
+    if not use_cache:
+        return _load_or_train(result, dataset, train, init_seed=init_seed, device=device, use_cache=False,
+                              stored=stored, what=what)
+    with cache.building("models", result.key):  # a second process needing this model waits, then loads it
+        return _load_or_train(result, dataset, train, init_seed=init_seed, device=device, use_cache=True,
+                              stored=stored, what=what)
+
+
+def _load_or_train(result, dataset, train, *, init_seed, device, use_cache, stored, what):
     if use_cache:
         entry = cache.load("models", result.key)
         if entry is not None:

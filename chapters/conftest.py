@@ -88,7 +88,16 @@ def pytest_runtest_makereport(item, call):
     else:
         report.longrepr = (f"{chapter}, cell {item.cell_num}: the output's text differs from the committed one:\n"
                            + "\n".join(lines))
-    _DRIFT[chapter].append((item.cell_num, count, largest, pairs))
+    # Carried in the report (not kept here), so that under pytest -n (xdist) the controller,
+    # which prints the summary, receives it from the worker that ran the chapter.
+    report.user_properties.append(("attnlib_drift", (chapter, item.cell_num, count, largest, pairs[:_SHOWN])))
+
+
+def pytest_runtest_logreport(report):
+    for name, value in getattr(report, "user_properties", ()):
+        if name == "attnlib_drift":
+            chapter, cell, count, largest, pairs = value
+            _DRIFT[chapter].append((cell, count, largest, pairs))
 
 
 def pytest_terminal_summary(terminalreporter):

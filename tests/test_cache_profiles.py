@@ -134,3 +134,54 @@ def test_a_model_trained_by_other_code_is_not_served(tmp_path, monkeypatch):
     monkeypatch.setattr(cache, "code_version", lambda package_dir=None: "0.1.0+edited")
     again = train.train_model(small, encoder="average", epochs=1, progress=False)
     assert not again.from_cache and again.key != first.key
+
+
+_TWO_TRAINERS = r"""
+import json, sys, time
+import attnlib
+from attnlib import data, train
+ds = data.load_dataset("synthetic", n=120, seed=0)
+start = time.perf_counter()
+r = train.train_model(ds, encoder="average", attention="tanh", seed=3, epochs=2, progress=False)
+print(json.dumps({"from_cache": r.from_cache, "best_epoch": r.best_epoch,
+                  "weights": float(sum(p.double().sum() for p in r.model.parameters()))}))
+"""
+
+
+def test_two_processes_needing_one_model_train_it_once(tmp_path):
+    """Two chapters side by side (pytest -n 2): the second waits on the entry's lock and loads the model."""
+    import json
+    import subprocess
+    import sys
+
+    env = {**os.environ, "ATTNLIB_CACHE_DIR": str(tmp_path)}
+    procs = [subprocess.Popen([sys.executable, "-c", _TWO_TRAINERS], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    results = []
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err[-2000:]
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    assert sorted(r["from_cache"] for r in results) == [False, True]  # trained once, loaded once
+    assert results[0]["weights"] == results[1]["weights"]
+    assert len(list((tmp_path / "models").glob("*.pt"))) == 1
+
+
+def test_the_build_lock_excludes_a_second_holder_until_released(tmp_path, monkeypatch):
+    import threading
+
+    monkeypatch.setenv("ATTNLIB_CACHE_DIR", str(tmp_path))
+    order = []
+
+    def second():
+        with cache.building("models", "k"):
+            order.append("second")
+
+    with cache.building("models", "k"):
+        t = threading.Thread(target=second)
+        t.start()
+        t.join(0.5)  # blocked on the lock meanwhile
+        order.append("first released")
+    t.join(5)
+    assert order == ["first released", "second"]
+    assert (tmp_path / "models" / "k.lock").exists() and not list((tmp_path / "models").glob("*.pt"))

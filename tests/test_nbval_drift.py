@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import nbformat
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,7 +32,8 @@ def test_drift_summary_shows_changed_lines_when_the_words_differ():
     assert lines[0] == "- b 2\n+ c 2" and lines[-1] == "(2 lines committed, 3 now)"
 
 
-def test_a_drifted_notebook_is_reported_in_one_line_per_cell(tmp_path):
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one process", "xdist"])
+def test_a_drifted_notebook_is_reported_in_one_line_per_cell(tmp_path, workers):
     nb = nbformat.v4.new_notebook()
     cell = nbformat.v4.new_code_cell("print('accuracy', 0.5 + 0.25, 'of', 100)")
     cell.execution_count = 1
@@ -42,7 +44,7 @@ def test_a_drifted_notebook_is_reported_in_one_line_per_cell(tmp_path):
     nbformat.write(nb, folder / "99_drift.ipynb")
     shutil.copy(ROOT / "chapters" / "conftest.py", folder / "conftest.py")
     out = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--nbval", "--nbval-current-env",
-                          str(folder), "-q"], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+                          *workers, str(folder), "-q"], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert out.returncode == 1, out.stdout[-3000:]
     assert "99_drift.ipynb, cell 0: 1 number(s) differ from the committed output, largest change 0.05: 0.7 -> 0.75 (+0.05)" in out.stdout
     assert "99_drift.ipynb: 1 cell(s) (cells 0), 1 number(s) moved" in out.stdout

@@ -396,6 +396,12 @@ def _run(model, train_split: Split, test_split: Split, s: dict) -> AdversarialKe
             settings={k: v for k, v in s.items() if k not in ("use_cache", "progress")}, device=device.type,
             attnlib=cache.code_version(),
         )
+        with cache.building("adversarial-keys", key):  # a second process waits, then loads
+            return _load_or_run(model, train_split, test_split, s, key, device)
+    return _load_or_run(model, train_split, test_split, s, key, device)
+
+
+def _load_or_run(model, train_split: Split, test_split: Split, s: dict, key, device) -> AdversarialKeysResult:
     key_map = AdversarialKeyMap(model.config.d_model, s["hidden"], seed=s["seed"])
     entry = cache.load("adversarial-keys", key) if key is not None else None
     if entry is not None:

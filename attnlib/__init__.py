@@ -52,6 +52,7 @@ _SUBMODULES = {
     "portable": "portable",
     "data": "data",
     "metrics": "metrics",
+    "uncertainty": "uncertainty",
     "models": "models",
     "profiles": "profiles",
     "published": "published",

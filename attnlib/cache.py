@@ -55,12 +55,6 @@ def cache_dir() -> Path:
     return path
 
 
-#: The package folder whose modules do not change what a cached model is (plots, widgets,
-#: exercise checkers): editing them keeps the cache. Every other module of the package is
-#: part of :func:`code_version`.
-PRESENTATION_PACKAGE = "presentation"
-
-
 # CPython 3.11's ast module is not thread-safe ("AST constructor recursion depth mismatch" when
 # two threads parse at once, as train.run_concurrently's do): one parse at a time, and each file
 # parsed once per version of it.
@@ -94,24 +88,46 @@ def _strip_docstrings(source: bytes) -> bytes:
     return ast.dump(tree).encode()
 
 
-def code_version(package_dir: str | Path | None = None) -> str:
-    """attnlib's version, a SHA-256 of the source that trains and computes, and the CPU kernels in
+#: The code every cached model's training runs, by module or package (relative to attnlib): the
+#: package's own ``__init__`` (seeding, the device), the arithmetic and the kernel pins, the
+#: metrics a loss may use, the data pipeline, the models and the recipe. The experiments, the
+#: presentation, the published numbers, the intervals, the profiles (their values enter a key
+#: as arguments) and the runner are not in it: editing them keeps every trained model. An
+#: experiment whose own code trains an entry (an adversary's loss, a deceiver's penalty) adds
+#: its module through :func:`code_version`'s ``modules``.
+TRAINING_CODE = ("__init__", "_checks", "cpu", "portable", "metrics", "data", "models", "train")
+
+
+def code_version(package_dir: str | Path | None = None, *, modules=()) -> str:
+    """attnlib's version, a SHA-256 of the code that trains the entry, and the CPU kernels in
     use (:func:`attnlib.cpu.kernel_signature`): ``0.1.0+1a2b3c4d5e6f+x86-pinned-v1``.
 
     Cache keys hold it, so that a change to the training code (the data pipeline, the models,
     the recipe, the thread count) can never be answered with a model the old code trained:
-    the version string alone stays the same between releases. Edits to the presentation
-    package (:data:`PRESENTATION_PACKAGE`, left out by folder), to comments and to docstrings
-    keep the cache.
+    the version string alone stays the same between releases. The code hashed is
+    :data:`TRAINING_CODE` plus ``modules`` (dotted names below attnlib, e.g.
+    ``"experiments.deception"``, or a module's ``__name__``). Edits elsewhere (an experiment
+    that only reads a model, the presentation package), to comments and to docstrings keep
+    the cache.
     """
     from . import __version__
 
     root = Path(package_dir) if package_dir is not None else Path(__file__).resolve().parent
+    wanted = set(TRAINING_CODE)
+    for name in modules:
+        name = str(name)
+        wanted.add(name[len("attnlib."):] if name.startswith("attnlib.") else name)
     digest = hashlib.sha256()
     for path in sorted(root.rglob("*.py")):
-        if path.relative_to(root).parts[0] == PRESENTATION_PACKAGE:
+        rel = path.relative_to(root)
+        dotted = ".".join(rel.with_suffix("").parts)
+        if not any(dotted == w or dotted.startswith(w + ".") for w in wanted):
             continue
-        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + _code_of(path) + b"\0")
+        digest.update(rel.as_posix().encode() + b"\0" + _code_of(path) + b"\0")
+    missing = [w for w in wanted if not (root / (w.replace(".", "/") + ".py")).exists()
+               and not (root / w.replace(".", "/")).is_dir()]
+    if missing:
+        raise ValueError(f"code_version: no module {', '.join(sorted(missing))} in {root}")
     from .cpu import kernel_signature
 
     # the kernels are part of the version: a model trained on unpinned kernels never answers a pinned run

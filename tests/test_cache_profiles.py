@@ -106,9 +106,19 @@ def test_code_version_follows_the_training_code_not_the_plots(tmp_path):
         f.write("\nNEW_COLOUR = 'tab:olive'\n")
     (copy / "presentation" / "new_figures.py").write_text("X = 1\n")
     assert cache.code_version(copy) == before  # the presentation package, by folder, does not invalidate models
-    with open(copy / "published.py", "a") as f:
-        f.write("\nNEW_NUMBER = 0.5\n")
-    before = cache.code_version(copy)
+    for reader in ("published.py", "uncertainty.py", "profiles.py", "_runs.py", "experiments/importance.py",
+                   "experiments/deception.py"):
+        with open(copy / reader, "a") as f:
+            f.write("\nNEW_NUMBER = 0.5\n")
+    assert cache.code_version(copy) == before  # nor code that only reads a model, or sizes a run
+    deceivers = cache.code_version(copy, modules=["attnlib.experiments.deception"])
+    assert deceivers != before  # a module whose own loss trains an entry is in that entry's version
+    with open(copy / "experiments" / "deception.py", "a") as f:
+        f.write("\nPENALTY_CHANGE = 1\n")
+    assert cache.code_version(copy, modules=["experiments.deception"]) != deceivers
+    assert cache.code_version(copy) == before
+    with pytest.raises(ValueError, match="no module experiments.nothing"):
+        cache.code_version(copy, modules=["experiments.nothing"])
     with open(copy / "data" / "text.py", "a") as f:
         f.write("\n# a comment\n")
     assert cache.code_version(copy) == before  # comments are not code
@@ -185,3 +195,16 @@ def test_the_build_lock_excludes_a_second_holder_until_released(tmp_path, monkey
     t.join(5)
     assert order == ["first released", "second"]
     assert (tmp_path / "models" / "k.lock").exists() and not list((tmp_path / "models").glob("*.pt"))
+
+
+def test_every_experiment_that_trains_a_cached_entry_puts_its_own_code_in_the_key():
+    from pathlib import Path
+
+    import attnlib
+
+    folder = Path(attnlib.__file__).parent / "experiments"
+    trainers = [p for p in sorted(folder.glob("*.py")) if "cache.save(" in p.read_text() or "load_or_train(" in p.read_text()]
+    assert {p.stem for p in trainers} >= {"adversarial_training", "deception", "adversarial_keys"}
+    for path in trainers:
+        source = path.read_text()
+        assert "code_version(modules=[__name__])" in source and "code_version()" not in source, path.name

@@ -11,7 +11,7 @@ ROOT = Path(attnlib.__file__).resolve().parent
 #: Layer of each top-level part of the package; a module may import only from its own layer or below.
 LAYERS = {
     "": 0,  # the package itself (__version__, seed_everything, get_device)
-    "_checks": 0, "metrics": 0, "cpu": 0, "portable": 0, "cache": 0, "profiles": 0, "published": 0,
+    "_checks": 0, "metrics": 0, "uncertainty": 0, "cpu": 0, "portable": 0, "cache": 0, "profiles": 0, "published": 0,
     "data": 1,
     "models": 2,
     "train": 3, "_runs": 3,

@@ -394,7 +394,7 @@ def _run(model, train_split: Split, test_split: Split, s: dict) -> AdversarialKe
             kind="adversarial-keys", objective=_OBJECTIVE_VERSION, model=_state_fingerprint(model),
             config=model.config.to_dict(), train=_split_fingerprint(train_split), test=_split_fingerprint(test_split),
             settings={k: v for k, v in s.items() if k not in ("use_cache", "progress")}, device=device.type,
-            attnlib=cache.code_version(),
+            attnlib=cache.code_version(modules=[__name__]),  # the training core and this module's loss
         )
         with cache.building("adversarial-keys", key):  # a second process waits, then loads
             return _load_or_run(model, train_split, test_split, s, key, device)

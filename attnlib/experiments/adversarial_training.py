@@ -364,7 +364,7 @@ def train_adversary(
         seed=seed,
         init_seed=seed + ADVERSARY_SEED_OFFSET,
         device=device.type,
-        attnlib=cache.code_version(),
+        attnlib=cache.code_version(modules=[__name__]),  # the training core and this module's loss
     )
     result = AdversaryModel(
         model=None, dataset=dataset.name, config=config, train_config=train_config, seed=seed, key=key,

@@ -348,7 +348,7 @@ def train_deceiver(
         train=asdict(train_config),
         seed=seed,
         device=device.type,
-        attnlib=cache.code_version(),
+        attnlib=cache.code_version(modules=[__name__]),  # the training core and this module's loss
     )
     result = DeceiverModel(
         model=None, dataset=dataset.name, config=config, train_config=train_config, seed=seed, key=key, lam=lam

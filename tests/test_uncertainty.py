@@ -1,0 +1,135 @@
+"""attnlib.uncertainty: bootstrap intervals, verdicts that call noise noise, ranks with ties."""
+import numpy as np
+import pytest
+import scipy.stats
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attnlib import uncertainty as U
+
+
+def test_identical_scores_are_a_tie_paired_and_independent():
+    x = np.random.default_rng(0).normal(size=300)
+    for paired in (True, False):
+        c = U.compare(x, x.copy(), paired=paired)
+        assert c.verdict == U.WITHIN_NOISE and not c.differs
+        assert c.difference.contains(0.0)
+        assert c.says("more", "less") == U.WITHIN_NOISE
+
+
+@given(st.lists(st.floats(-1, 1), min_size=2, max_size=60), st.booleans())
+@settings(max_examples=40, deadline=None)
+def test_a_method_is_never_beyond_noise_of_itself(values, paired):
+    assert U.compare(values, values, paired=paired, resamples=200).verdict == U.WITHIN_NOISE
+
+
+def test_a_clear_difference_is_called_and_its_direction_is_right():
+    rng = np.random.default_rng(1)
+    a, b = rng.normal(0.5, 0.1, 200), rng.normal(0.3, 0.1, 200)
+    assert U.compare(a, b, paired=False).verdict == "higher"
+    assert U.compare(b, a, paired=True).verdict == "lower"
+    assert U.compare(a, b, paired=True).says("wins", "loses") == "wins"
+
+
+def test_the_chapter_5_reading_of_0_631_against_0_654_is_within_noise():
+    """Issue 27: 0.631 of 263 against 0.654 of 237 sentences, z about 0.5."""
+    neg = np.r_[np.ones(166), np.zeros(263 - 166)]  # 0.631
+    pos = np.r_[np.ones(155), np.zeros(237 - 155)]  # 0.654
+    c = U.compare(neg, pos, paired=False)
+    assert c.verdict == U.WITHIN_NOISE
+    assert c.difference.low < 0 < c.difference.high
+
+
+def test_pairing_finds_a_small_consistent_difference_that_independent_groups_miss():
+    rng = np.random.default_rng(2)
+    sentence = rng.normal(0, 1, 150)  # a large per-sentence effect shared by both methods
+    a, b = sentence + 0.05 + rng.normal(0, 0.02, 150), sentence
+    assert U.compare(a, b, paired=True).verdict == "higher"
+    assert U.compare(a, b, paired=False).verdict == U.WITHIN_NOISE
+
+
+def test_interval_agrees_with_scipys_percentile_bootstrap():
+    x = np.random.default_rng(3).exponential(size=400)
+    ours = U.bootstrap(x, resamples=4000)
+    ref = scipy.stats.bootstrap((x,), np.mean, confidence_level=0.95, n_resamples=4000, method="percentile",
+                                random_state=np.random.default_rng(9)).confidence_interval
+    width = ref.high - ref.low
+    assert ours.estimate == pytest.approx(x.mean())
+    assert abs(ours.low - ref.low) < 0.1 * width and abs(ours.high - ref.high) < 0.1 * width
+
+
+def test_coverage_is_near_the_level():
+    rng = np.random.default_rng(4)
+    hits = sum(U.bootstrap(rng.normal(1.0, 2.0, 60), resamples=500, seed=s).contains(1.0) for s in range(300))
+    assert 0.89 <= hits / 300 <= 0.99
+
+
+def test_columns_share_resamples_and_nan_is_left_out():
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(100, 3))
+    x[::7, 1] = np.nan
+    cols = U.bootstrap(x, seed=3)
+    assert len(cols) == 3 and cols[1].n == 100 - len(range(0, 100, 7))
+    assert cols[1].estimate == pytest.approx(np.nanmean(x[:, 1]))
+    alone = U.bootstrap(x[:, 0], seed=3)
+    assert (alone.low, alone.high) == (cols[0].low, cols[0].high)  # the same rows drawn
+
+
+def test_seeded_deterministic_and_independent_of_blocking(monkeypatch):
+    x = np.random.default_rng(6).normal(size=250)
+    a, b = U.bootstrap(x, seed=7), U.bootstrap(x, seed=7)
+    assert a == b and U.bootstrap(x, seed=8) != a
+    monkeypatch.setattr(U, "_BLOCK", 1000)  # 4 resamples per block
+    assert U.bootstrap(x, seed=7) == a
+
+
+def test_small_and_empty_inputs():
+    one = U.bootstrap([0.4])
+    assert (one.estimate, one.low, one.high, one.n) == (0.4, 0.4, 0.4, 1)
+    none = U.bootstrap([np.nan, np.nan])
+    assert none.n == 0 and np.isnan(none.estimate)
+    assert U.bootstrap(np.ones(50)).format() == "1.000 [1.000, 1.000]"
+    assert U.bootstrap(np.full(50, 0.25)).format(1, percent=True) == "25% [25, 25]"
+
+
+@pytest.mark.parametrize("bad, message", [
+    ("abc", "array of per-instance values"),
+    ([[[1.0]]], "1-D"),
+    ([1.0, np.inf], "inf"),
+    (["a", "b"], "numbers"),
+])
+def test_bad_values_are_clear_errors(bad, message):
+    with pytest.raises(ValueError, match=message):
+        U.bootstrap(bad)
+
+
+def test_bad_settings_and_unpaired_lengths_are_clear_errors():
+    with pytest.raises(ValueError, match="level"):
+        U.bootstrap([1.0, 2.0], level=95)
+    with pytest.raises(ValueError, match="resamples"):
+        U.bootstrap([1.0, 2.0], resamples=10)
+    with pytest.raises(ValueError, match="one value per instance"):
+        U.compare([1.0, 2.0], [1.0], paired=True)
+    with pytest.raises(ValueError, match="at least 2 seeds"):
+        U.seed_interval([0.7])
+
+
+def test_rank_ties_what_noise_cannot_order():
+    rng = np.random.default_rng(7)
+    base = rng.normal(0, 1, 200)
+    scores = {"a": base + 1.0 + rng.normal(0, 0.01, 200), "b": base + 1.0 + rng.normal(0, 0.01, 200),
+              "c": base + rng.normal(0, 0.01, 200)}
+    table = U.rank(scores)
+    assert list(table["rank"]) == [1, 1, 3] and list(table.index[-1:]) == ["c"]
+    assert list(table["tied"]) == [True, True, False]
+    flipped = U.rank(scores, higher_is_better=False)
+    assert flipped.loc["c", "rank"] == 1 and flipped.loc["a", "rank"] == 2 == flipped.loc["b", "rank"]
+    same = U.rank({"x": base, "y": base.copy()})
+    assert list(same["rank"]) == [1, 1]
+
+
+def test_seed_interval_is_students_t():
+    x = np.array([0.71, 0.74, 0.69, 0.73])
+    iv = U.seed_interval(x)
+    low, high = scipy.stats.t.interval(0.95, len(x) - 1, loc=x.mean(), scale=scipy.stats.sem(x))
+    assert (iv.low, iv.high) == pytest.approx((low, high)) and iv.method == "t over seeds"

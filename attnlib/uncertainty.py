@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Interval", "Comparison", "bootstrap", "compare", "rank", "seed_interval",
+__all__ = ["Interval", "Comparison", "RankedTable", "bootstrap", "compare", "rank", "rank_columns", "seed_interval",
            "LEVEL", "RESAMPLES", "WITHIN_NOISE"]
 
 #: the confidence level of every interval in the book
@@ -58,6 +58,14 @@ class Interval:
 
     def overlaps(self, other: "Interval") -> bool:
         return self.low <= other.high and other.low <= self.high
+
+    def relation_to(self, value: float) -> str:
+        """``"above"``, ``"below"`` or ``"within noise of"`` a reference value (a paper's number, say)."""
+        if self.low > value:
+            return "above"
+        if self.high < value:
+            return "below"
+        return "within noise of"
 
     @property
     def half_width(self) -> float:
@@ -263,6 +271,65 @@ def rank(scores: dict, *, higher_is_better: bool = True, level: float = LEVEL, r
                           "high": [iv.high for iv in own], "rank": 1 + beaten_by}, index=pd.Index(names, name="method"))
     frame["tied"] = frame["rank"].map(frame["rank"].value_counts()) > 1
     return frame.sort_values(["rank", "mean"], ascending=[True, not higher_is_better])
+
+
+@dataclass(frozen=True)
+class RankedTable:
+    """Methods ranked column by column with ties within noise (:func:`rank_columns`).
+
+    ``means``, ``ranks``: DataFrames, methods x columns (NaN where a method has no values in
+    a column); ``tied``: True where another method shares the rank; ``higher_is_better``:
+    column -> direction.
+    """
+
+    means: object
+    ranks: object
+    tied: object
+    higher_is_better: dict
+
+    def cells(self, digits: int = 3, missing: str = "n/a"):
+        """Display cells ``"0.191 (2=)"``: the mean and its rank, ``=`` marking a tie within noise."""
+        import pandas as pd
+
+        out = pd.DataFrame(index=self.means.index, columns=self.means.columns, dtype=object)
+        for column in self.means:
+            for method in self.means.index:
+                value, r = self.means.at[method, column], self.ranks.at[method, column]
+                out.at[method, column] = (missing if not np.isfinite(value) else
+                                          f"{value:.{digits}f} ({int(r)}{'=' if self.tied.at[method, column] else ''})")
+        return out
+
+    def best(self, column: str, *, exclude=()) -> list:
+        """The methods ranked first in ``column`` (several when noise cannot separate them)."""
+        ranks = self.ranks[column].drop(labels=[m for m in exclude if m in self.ranks.index]).dropna()
+        return [m for m in ranks.index if ranks[m] == ranks.min()]
+
+
+def rank_columns(columns: dict, higher_is_better: dict, **settings) -> RankedTable:
+    """:func:`rank` for every column of a table: ``columns``: column -> {method: per-instance values}.
+
+    Each column is ranked on its own instances (methods of one column share them); a method
+    missing from a column (it does not apply) gets NaN there. ``higher_is_better``: column ->
+    bool. ``settings`` go to :func:`rank` (level, resamples, seed).
+    """
+    import pandas as pd
+
+    if not isinstance(columns, dict) or not columns:
+        raise ValueError("columns must be a non-empty dict: column -> {method: per-instance values}")
+    missing = [c for c in columns if c not in higher_is_better]
+    if missing:
+        raise ValueError(f"higher_is_better has no direction for column(s) {missing}")
+    methods = list(dict.fromkeys(m for scores in columns.values() for m in scores))
+    means = pd.DataFrame(np.nan, index=pd.Index(methods, name="method"), columns=list(columns))
+    ranks, tied = means.copy(), pd.DataFrame(False, index=means.index, columns=means.columns)
+    for column, scores in columns.items():
+        if not scores:
+            continue
+        ranked = rank(dict(scores), higher_is_better=bool(higher_is_better[column]), **settings)
+        means.loc[ranked.index, column] = ranked["mean"]
+        ranks.loc[ranked.index, column] = ranked["rank"]
+        tied.loc[ranked.index, column] = ranked["tied"]
+    return RankedTable(means, ranks, tied, {c: bool(higher_is_better[c]) for c in columns})
 
 
 def seed_interval(values, *, level: float = LEVEL) -> Interval:

@@ -254,6 +254,9 @@ def test_fraction_very_different_by_predicted_class():
     assert frame.loc[0, "fraction"] == pytest.approx(2 / 3) and frame.loc[1, "fraction"] == pytest.approx(1 / 3)
     assert frame.loc[1, "class"] == "positive"
     assert cf.fraction_very_different(R(), threshold=0.7)["fraction"].tolist() == [0.0, 0.0]
+    # each fraction carries its bootstrap interval over the class's sentences
+    assert (frame["low"] <= frame["fraction"]).all() and (frame["fraction"] <= frame["high"]).all()
+    assert frame.loc[0, "low"] < frame.loc[0, "high"]
 
 
 def test_bin_by_max_attention_long_format():

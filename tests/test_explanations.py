@@ -17,6 +17,7 @@ from attnlib.explanations import (
     integrated_gradients,
     methods_for,
     plausibility,
+    plausibility_by_instance,
 )
 from attnlib.faithfulness import faithfulness, rationale_recovery
 from attnlib.flow import relevance_by_layer
@@ -193,6 +194,12 @@ def test_plausibility_against_rationale_recovery(tiny_dataset, lstm):
     for c in ("precision@k", "average precision", "AUC"):
         assert ours.loc["random (expected)", c] == pytest.approx(theirs.loc["random", c], abs=1e-12)
     assert (ours["n"] == theirs.loc["attention", "n"]).all()
+    for metric in ("precision@k", "average precision", "AUC"):  # per instance, the same means
+        per = plausibility_by_instance(result, split, metric=metric)
+        assert len(per) == ours["n"].iloc[0] and list(per.columns) == list(result.methods)
+        assert per.mean().to_numpy() == pytest.approx(ours.loc[list(result.methods), metric].to_numpy(), abs=1e-12)
+    with pytest.raises(ValueError, match="metric"):
+        plausibility_by_instance(result, split, metric="F1")
 
 
 @settings(max_examples=15, deadline=None)

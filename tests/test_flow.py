@@ -290,7 +290,13 @@ def test_flow_validation_errors():
 
 
 # ------------------------------------------------------------------ relevance by layer and its correlations
-from attnlib.flow import RELEVANCE_METHODS, RelevanceResult, layer_correlations, relevance_by_layer  # noqa: E402
+from attnlib.flow import (  # noqa: E402
+    RELEVANCE_METHODS,
+    RelevanceResult,
+    instance_correlations,
+    layer_correlations,
+    relevance_by_layer,
+)
 
 
 @pytest.fixture(scope="module")
@@ -366,6 +372,10 @@ def test_layer_correlations_are_scipy_spearman_per_instance(tiny_dataset, synthe
     assert row["n"] == np.isfinite(rhos).sum()
     assert row["mean"] == pytest.approx(np.nanmean(rhos), abs=1e-9)
     assert row["sd"] == pytest.approx(np.nanstd(rhos), abs=1e-9)
+    assert row["low"] <= row["mean"] <= row["high"]  # the mean's bootstrap interval over sentences
+    per_instance = instance_correlations(rel, res)[("gradient", "flow")]
+    assert per_instance.shape == (10, 3)
+    np.testing.assert_allclose(per_instance[:, 1], rhos, atol=1e-9, equal_nan=True)
     other = imp.importance(model, split, max_instances=10, seed=2, loo_mode="replace")
     with pytest.raises(ValueError, match="different instances"):
         layer_correlations(rel, other)

@@ -133,3 +133,27 @@ def test_seed_interval_is_students_t():
     iv = U.seed_interval(x)
     low, high = scipy.stats.t.interval(0.95, len(x) - 1, loc=x.mean(), scale=scipy.stats.sem(x))
     assert (iv.low, iv.high) == pytest.approx((low, high)) and iv.method == "t over seeds"
+
+
+def test_an_interval_is_above_below_or_within_noise_of_a_published_number():
+    iv = U.Interval(0.62, 0.57, 0.67, 280)
+    assert iv.relation_to(0.50) == "above" and iv.relation_to(0.70) == "below"
+    assert iv.relation_to(0.60) == "within noise of" and iv.relation_to(0.57) == "within noise of"
+
+
+def test_rank_columns_ranks_each_column_on_its_own_and_marks_ties():
+    rng = np.random.default_rng(8)
+    base = rng.normal(0, 1, 120)
+    columns = {
+        "AP": {"attention": base + 0.5, "gradient": base + 0.5 + rng.normal(0, 1e-3, 120), "random": base},
+        "suff": {"attention": base + 1.0, "random": base},  # lower is better; gradient does not apply
+    }
+    table = U.rank_columns(columns, {"AP": True, "suff": False})
+    assert table.ranks.loc["random", "AP"] == 3 and table.ranks.loc["attention", "AP"] == 1
+    assert table.best("AP") == ["attention", "gradient"] and table.best("AP", exclude=["attention"]) == ["gradient"]
+    assert table.ranks.loc["random", "suff"] == 1 and np.isnan(table.means.loc["gradient", "suff"])
+    cells = table.cells()
+    assert cells.loc["gradient", "suff"] == "n/a" and cells.loc["attention", "AP"].endswith("(1=)")
+    assert cells.loc["random", "suff"].endswith("(1)")
+    with pytest.raises(ValueError, match="no direction"):
+        U.rank_columns(columns, {"AP": True})

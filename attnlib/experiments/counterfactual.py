@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .. import _runs, metrics, portable
+from .. import _runs, metrics, portable, uncertainty
 from .._runs import InstanceResult
 from .._checks import check_positive_int, check_positive_number, check_seed
 from ..models import Site, interventions, masked_softmax
@@ -570,7 +570,9 @@ def fraction_very_different(result, threshold: float = VERY_DIFFERENT_JSD, *, cl
     eps = 0.05; the paper prints none) are, per predicted class, SST 0.50 / 0.54 and IMDB
     0.97 / 0.93 (:data:`attnlib.published.ADVERSARY_FRACTION`). ``result``: an :class:`AdversaryResult` (or
     anything with ``eps_max_jsd`` and ``predicted``); ``classes``: optional class names.
-    Returns one row per predicted class: n, n_very_different, fraction.
+    Returns one row per predicted class: n, n_very_different, fraction, and ``low`` and ``high``,
+    the fraction's 95% bootstrap interval over the class's instances
+    (:func:`attnlib.uncertainty.bootstrap`).
     """
     threshold = check_positive_number(threshold, "threshold", allow_zero=True)
     try:
@@ -584,11 +586,14 @@ def fraction_very_different(result, threshold: float = VERY_DIFFERENT_JSD, *, cl
     for c in np.unique(predicted):
         sel = predicted == c
         hits = int((values[sel] >= threshold).sum())
-        row = {"predicted": int(c), "n": int(sel.sum()), "n_very_different": hits, "fraction": hits / int(sel.sum())}
+        interval = uncertainty.bootstrap((values[sel] >= threshold).astype(np.float64))
+        row = {"predicted": int(c), "n": int(sel.sum()), "n_very_different": hits, "fraction": hits / int(sel.sum()),
+               "low": interval.low, "high": interval.high}
         if classes is not None:
             row["class"] = classes[int(c)]
         rows.append(row)
-    columns = ["predicted", *(["class"] if classes is not None else []), "n", "n_very_different", "fraction"]
+    columns = ["predicted", *(["class"] if classes is not None else []), "n", "n_very_different", "fraction",
+               "low", "high"]
     return pd.DataFrame(rows, columns=columns).set_index("predicted")
 
 

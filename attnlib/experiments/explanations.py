@@ -65,6 +65,7 @@ __all__ = [
     "explain",
     "integrated_gradients",
     "plausibility",
+    "plausibility_by_instance",
 ]
 
 #: Every explanation of Chapter 15, in the order of its tables.
@@ -304,15 +305,8 @@ def explain(
     )
 
 
-def plausibility(result: ExplanationResult, rationales, k: int | None = None) -> pd.DataFrame:
-    """Mean precision@k, average precision and ROC-AUC of each method against a rationale mask.
-
-    One row per method of ``result`` and a last row ``"random (expected)"``: a uniformly
-    random ranking's expectation (R/n, the AP formula of
-    :func:`~attnlib.experiments.faithfulness.rationale_recovery`, 1/2), over the instances
-    with at least one rationale token (``n``). ``rationales``: the split's (a
-    :class:`~attnlib.data.Split` with rationales, or its list), indexed by split position.
-    """
+def _rationale_truth(result, rationales):
+    """(truth per instance, keep: instances with a rationale token), validated."""
     if not isinstance(result, ExplanationResult):
         raise ValueError(f"result must be an ExplanationResult (from explain), got {type(result).__name__}")
     if isinstance(rationales, Split):
@@ -330,6 +324,33 @@ def plausibility(result: ExplanationResult, rationales, k: int | None = None) ->
     keep = np.fromiter((t.any() for t in truth), dtype=bool, count=len(truth))
     if not keep.any():
         raise ValueError("no instance has a rationale token")
+    return truth, keep
+
+
+def plausibility_by_instance(result: ExplanationResult, rationales, metric: str = "average precision",
+                             k: int | None = None) -> pd.DataFrame:
+    """One of :func:`plausibility`'s metrics per instance: rows = the instances with a rationale
+    token (indexed by split position), columns = the methods; for intervals and ranks with ties
+    (:func:`attnlib.uncertainty.rank`)."""
+    if metric not in ("precision@k", "average precision", "AUC"):
+        raise ValueError(f"metric must be 'precision@k', 'average precision' or 'AUC', got {metric!r}")
+    truth, keep = _rationale_truth(result, rationales)
+    kept = [t for t, ok in zip(truth, keep) if ok]
+    columns = {m: rationale_ranking([s for s, ok in zip(result.scores[m], keep) if ok], kept, k=k)[metric].to_numpy()
+               for m in result.methods}
+    return pd.DataFrame(columns, index=pd.Index(np.asarray(result.indices)[keep], name="instance"))
+
+
+def plausibility(result: ExplanationResult, rationales, k: int | None = None) -> pd.DataFrame:
+    """Mean precision@k, average precision and ROC-AUC of each method against a rationale mask.
+
+    One row per method of ``result`` and a last row ``"random (expected)"``: a uniformly
+    random ranking's expectation (R/n, the AP formula of
+    :func:`~attnlib.experiments.faithfulness.rationale_recovery`, 1/2), over the instances
+    with at least one rationale token (``n``). ``rationales``: the split's (a
+    :class:`~attnlib.data.Split` with rationales, or its list), indexed by split position.
+    """
+    truth, keep = _rationale_truth(result, rationales)
     kept = [t for t, ok in zip(truth, keep) if ok]
     rows = {}
     for m in result.methods:

@@ -57,7 +57,7 @@ import scipy.sparse
 import torch
 from scipy.sparse.csgraph import maximum_flow
 
-from .. import _runs
+from .. import _runs, uncertainty
 from .._checks import SUM_TOL, check_finite
 from .._runs import InstanceResult
 from ..metrics import spearman
@@ -74,6 +74,7 @@ __all__ = [
     "RelevanceResult",
     "relevance_by_layer",
     "layer_correlations",
+    "instance_correlations",
 ]
 
 #: A&Z's weight of the identity (the residual connection) in A^ = r I + (1 - r) A.
@@ -455,13 +456,13 @@ def relevance_by_layer(
     return RelevanceResult(**fields, scores=scores, residual=residual)
 
 
-def layer_correlations(relevance: RelevanceResult, importance, measures=("loo", "gradient")) -> pd.DataFrame:
-    """Spearman's rho between each relevance method after each layer and each importance measure.
+def instance_correlations(relevance: RelevanceResult, importance, measures=("loo", "gradient")) -> dict:
+    """Spearman's rho per instance and layer: ``{(measure, method): (N, L) array}`` (NaN where undefined).
 
-    One row per (measure, method, layer): the mean and sd over instances of the per-instance
-    rho (A&Z's Tables 1-3), and how many instances had a defined rho (a constant score has
-    none). ``importance`` is an :class:`~attnlib.experiments.importance.ImportanceResult` of
-    the same instances (same ``max_instances`` and ``seed``).
+    The values :func:`layer_correlations` averages; for paired comparisons of the methods on the
+    same sentences (:func:`attnlib.uncertainty.compare`, :func:`attnlib.uncertainty.rank`).
+    ``importance`` is an :class:`~attnlib.experiments.importance.ImportanceResult` of the same
+    instances (same ``max_instances`` and ``seed``).
     """
     if not isinstance(relevance, RelevanceResult):
         raise ValueError(f"relevance must be a RelevanceResult (relevance_by_layer), got {type(relevance).__name__}")
@@ -469,15 +470,32 @@ def layer_correlations(relevance: RelevanceResult, importance, measures=("loo", 
         raise ValueError("relevance and importance cover different instances: use the same max_instances and seed")
     lengths = np.asarray(relevance.lengths)
     L = relevance.n_layers
-    rows = []
+    out = {}
     for measure in measures:
         target = importance.padded(measure)  # (N, n_max)
         for method in relevance.scores:
             scores = relevance.padded(method)  # (N, L, n_max)
-            rho = spearman(scores, np.repeat(target[:, None, :], L, 1), lengths=np.repeat(lengths[:, None], L, 1))
-            for layer in range(L):
-                r = rho[:, layer]
-                rows.append({"measure": measure, "method": method, "layer": layer + 1,
-                             "mean": float(np.nanmean(r)), "sd": float(np.nanstd(r)),
-                             "n": int(np.isfinite(r).sum())})
+            out[measure, method] = spearman(scores, np.repeat(target[:, None, :], L, 1),
+                                            lengths=np.repeat(lengths[:, None], L, 1))
+    return out
+
+
+def layer_correlations(relevance: RelevanceResult, importance, measures=("loo", "gradient")) -> pd.DataFrame:
+    """Spearman's rho between each relevance method after each layer and each importance measure.
+
+    One row per (measure, method, layer): the mean and sd over instances of the per-instance
+    rho (A&Z's Tables 1-3), the mean's 95% bootstrap interval over instances (``low``,
+    ``high``; :func:`attnlib.uncertainty.bootstrap`), and how many instances had a defined rho
+    (a constant score has none). ``importance`` is an
+    :class:`~attnlib.experiments.importance.ImportanceResult` of the same instances (same
+    ``max_instances`` and ``seed``).
+    """
+    rows = []
+    for (measure, method), rho in instance_correlations(relevance, importance, measures).items():
+        intervals = uncertainty.bootstrap(rho)  # one per layer, the same sentences resampled
+        for layer, interval in enumerate(intervals):
+            r = rho[:, layer]
+            rows.append({"measure": measure, "method": method, "layer": layer + 1,
+                         "mean": float(np.nanmean(r)), "sd": float(np.nanstd(r)),
+                         "low": interval.low, "high": interval.high, "n": int(np.isfinite(r).sum())})
     return pd.DataFrame(rows)

@@ -7,8 +7,8 @@ import torch
 from scipy.stats import binomtest
 
 from attnlib import data
-from attnlib.head_importance import (gate_gradients, head_ablation, head_importance, mask_heads,
-                                     prune_by_importance)
+from attnlib.head_importance import (gate_gradients, head_ablation, head_importance, mask_heads, prunable,
+                                     prune_by_importance, prune_randomly)
 from attnlib.models import Site, TransformerClassifier, TransformerConfig
 
 CONFIG = TransformerConfig(layers=2, heads=2, head_dim=4, embed_dim=6, max_positions=40, dropout=0.0)
@@ -169,6 +169,39 @@ def test_prune_order_ties_and_accuracy():
     part = prune_by_importance(model, split, importance, fractions=[0.0, 0.3, 0.5, 1.0])
     assert part["n_pruned"].tolist() == [0, 1, 2, 4]
     assert part["accuracy"].tolist() == table["accuracy"].iloc[[0, 1, 2, 4]].tolist()
+    for row in table.itertuples():  # the per-sentence outcomes behind each accuracy, and its interval
+        assert row.correct.mean() == pytest.approx(row.accuracy) and row.low <= row.accuracy <= row.high
+
+
+def test_random_orders_give_a_band_and_are_seeded():
+    model, split = _model(), _split()
+    band = prune_randomly(model, split, orders=3, seed=4)
+    assert len(band.attrs["orders"]) == 3 and band["n_pruned"].tolist() == [0, 1, 2, 3, 4]
+    assert (band["min"] <= band["accuracy"] + 1e-12).all() and (band["accuracy"] <= band["max"] + 1e-12).all()
+    assert band["min"].iloc[0] == band["max"].iloc[0]  # nothing pruned: one accuracy
+    again = prune_randomly(model, split, orders=3, seed=4)
+    assert again["accuracy"].tolist() == band["accuracy"].tolist()
+    with pytest.raises(ValueError, match="orders"):
+        prune_randomly(model, split, orders=0)
+
+
+def test_prunable_stops_at_a_loss_beyond_noise_not_at_a_dip_of_a_few_sentences():
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    base = rng.random(800) < 0.77
+    dip = base.copy()  # pruning moves predictions both ways: 30 lost, 20 gained, net 1.25 points: noise
+    dip[np.flatnonzero(base)[:30]] = False
+    dip[np.flatnonzero(~base)[:20]] = True
+    loss = base.copy()  # 80 lost, 5 gained: a real loss
+    loss[np.flatnonzero(base)[:80]] = False
+    loss[np.flatnonzero(~base)[:5]] = True
+    curve = pd.DataFrame({"fraction": [0.0, 0.25, 0.5, 0.75], "accuracy": [c.mean() for c in (base, dip, base, loss)],
+                          "correct": [base, dip, base, loss]})
+    assert prunable(curve) == 0.5
+    assert prunable(curve.iloc[:3]) == 0.5 and prunable(curve.iloc[:1]) == 0.0
+    with pytest.raises(ValueError, match="prune_by_importance"):
+        prunable(curve.drop(columns="correct"))
 
 
 def test_prune_takes_head_importance_scores():

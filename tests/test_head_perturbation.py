@@ -217,6 +217,13 @@ def test_pruning_and_keys_figures():
     curve = pd.DataFrame({"fraction": [0, 0.5, 1.0], "accuracy": [0.8, 0.7, 0.5]})
     fig = viz.plot_pruning_curve({"small": curve}, reference={"Michel: BERT": 0.4})
     assert fig.axes
+    band = curve.assign(min=curve.accuracy - 0.02, max=curve.accuracy + 0.01)
+    with_ci = curve.assign(low=curve.accuracy - 0.03, high=curve.accuracy + 0.03)
+    fig = viz.plot_pruning_curve({"importance": with_ci, "random orders": band})
+    ax = fig.axes[0]
+    assert len(ax.collections) >= 2  # the random orders' band and the interval's error bars
+    styles = {line.get_label(): line.get_linestyle() for line in ax.lines}
+    assert styles["importance"] != styles["random orders"]  # told apart by style as well as colour
     sweep = pd.DataFrame({"layer": [0, 0, 1, 1], "alpha": [0.1, 0.9, 0.1, 0.9], "jsd": [0.3, 0.01, 0.2, 0.02],
                           "accuracy": [0.6, 0.75, 0.7, 0.76]})
     assert viz.plot_adversarial_keys(sweep, reference={"poster": 0.835}).axes

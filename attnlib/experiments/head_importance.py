@@ -39,12 +39,14 @@ import pandas as pd
 import torch
 from scipy.stats import binomtest
 
-from .._checks import check_bool, check_positive_int, check_positive_number
+from .. import uncertainty
+from .._checks import check_bool, check_positive_int, check_positive_number, check_seed
 from ..data import Batch, Split
 from ..models.heads import check_sites
 from ..models.protocol import Site, device_of, eval_mode
 
-__all__ = ["mask_heads", "gate_gradients", "head_importance", "head_ablation", "prune_by_importance", "ALPHA"]
+__all__ = ["mask_heads", "gate_gradients", "head_importance", "head_ablation", "prune_by_importance",
+           "prune_randomly", "prunable", "ALPHA"]
 
 #: Significance level of :func:`head_ablation`'s McNemar test (the default of ``alpha``).
 ALPHA = 0.05
@@ -278,8 +280,10 @@ def prune_by_importance(model, data, importance, *, fractions=None, batch_size: 
     None prunes 0, 1, 2, ..., L x h heads; else a list of shares of the heads, each pruning
     round-half-up(fraction x L x h) of them. One forward pass per level and batch.
 
-    Columns: ``n_pruned``, ``fraction`` (n_pruned / (L x h)), ``accuracy``, ``pruned`` (the
-    list of masked Sites, least important first). One row per level, in the order given.
+    Columns: ``n_pruned``, ``fraction`` (n_pruned / (L x h)), ``accuracy``, ``low`` and
+    ``high`` (the accuracy's 95% bootstrap interval over the instances), ``pruned`` (the list of
+    masked Sites, least important first) and ``correct`` (the (N,) bool array behind the
+    accuracy, for paired comparisons: :func:`prunable`). One row per level, in the order given.
     """
     L, h = _shape(model)
     scores = _check_importance(importance, L, h)
@@ -294,6 +298,51 @@ def prune_by_importance(model, data, importance, *, fractions=None, batch_size: 
         for n_pruned in levels:
             pruned = ranked[:n_pruned]
             correct = _correct(model, batches, mask_heads(pruned) if pruned else None, n_classes)
+            interval = uncertainty.bootstrap(correct.astype(np.float64))
             rows.append({"n_pruned": n_pruned, "fraction": n_pruned / len(sites), "accuracy": float(correct.mean()),
-                         "pruned": pruned})
+                         "low": interval.low, "high": interval.high, "pruned": pruned, "correct": correct})
     return pd.DataFrame(rows)
+
+
+def prune_randomly(model, data, *, orders: int = 5, seed: int = 0, fractions=None,
+                   batch_size: int = 128) -> pd.DataFrame:
+    """:func:`prune_by_importance` in ``orders`` random orders: the band that importance must beat.
+
+    Order r ranks the heads by ``numpy.random.default_rng([seed, r]).random((L, h))``. Returns
+    one row per level: ``n_pruned``, ``fraction``, the ``accuracy`` averaged over the orders,
+    its ``min`` and ``max`` over the orders, and ``curves`` (the list of the orders' frames is
+    in ``frame.attrs["orders"]``).
+    """
+    orders = check_positive_int(orders, "orders")
+    seed = check_seed(seed)
+    L, h = _shape(model)
+    curves = [prune_by_importance(model, data, np.random.default_rng([seed, r]).random((L, h)),
+                                  fractions=fractions, batch_size=batch_size) for r in range(orders)]
+    accuracy = np.stack([c["accuracy"].to_numpy() for c in curves])  # (orders, levels)
+    frame = pd.DataFrame({"n_pruned": curves[0]["n_pruned"], "fraction": curves[0]["fraction"],
+                          "accuracy": accuracy.mean(0), "min": accuracy.min(0), "max": accuracy.max(0)})
+    frame.attrs["orders"] = curves
+    return frame
+
+
+def prunable(curve: pd.DataFrame, *, tolerance: float = 0.01) -> float:
+    """The largest share of heads pruned before the accuracy falls below the unpruned model's beyond noise.
+
+    Walks the levels of ``curve`` (:func:`prune_by_importance`, first row unpruned) in order and
+    stops at the first whose accuracy is lower than the first row's by more than ``tolerance``
+    *and* lower beyond noise: the paired 95% bootstrap interval of the difference, sentence by
+    sentence (the same sentences at every level), excludes zero. A dip of a few sentences is
+    noise, not a loss.
+    """
+    if not isinstance(curve, pd.DataFrame) or not {"fraction", "accuracy", "correct"} <= set(curve.columns):
+        raise ValueError("curve must be prune_by_importance's frame (with fraction, accuracy and correct)")
+    tolerance = check_positive_number(tolerance, "tolerance", allow_zero=True)
+    base = curve["correct"].iloc[0].astype(np.float64)
+    kept = float(curve["fraction"].iloc[0])
+    for _, row in curve.iloc[1:].iterrows():
+        now = row["correct"].astype(np.float64)
+        lost = uncertainty.compare(now, base, paired=True).verdict == "lower"
+        if lost and base.mean() - now.mean() > tolerance:
+            break
+        kept = float(row["fraction"])
+    return kept

@@ -850,8 +850,10 @@ def plot_pruning_curve(curves: dict, *, reference: dict | None = None, title: st
     """Accuracy against the fraction of heads pruned, one line per entry of ``curves``.
 
     ``curves``: label -> frame with columns ``fraction`` and ``accuracy`` (e.g.
-    :func:`attnlib.head_importance.prune_by_importance`). ``reference``: label -> a fraction
-    pruned "without noticeable loss" in a paper, drawn as a shaded span from 0.
+    :func:`attnlib.head_importance.prune_by_importance`); a frame with ``min`` and ``max``
+    columns (:func:`~attnlib.head_importance.prune_randomly`) is drawn with that range as a
+    band, one with ``low`` and ``high`` with its interval as error bars. ``reference``: label ->
+    a fraction pruned "without noticeable loss" in a paper, drawn as a shaded span from 0.
     """
     if ax is None:
         fig, ax = plt.subplots(figsize=(6.4, 3.4))
@@ -861,8 +863,16 @@ def plot_pruning_curve(curves: dict, *, reference: dict | None = None, title: st
     shades = ["#f0f0f0", "#d9d9d9", "#bdbdbd"]
     for j, (label, frac) in enumerate(spans):
         ax.axvspan(0, frac, color=shades[min(j, len(shades) - 1)], zorder=0, label=label)
-    for label, frame in curves.items():
-        ax.plot(frame["fraction"], frame["accuracy"], marker="o", ms=3, label=label)
+    for j, (label, frame) in enumerate(curves.items()):
+        style = {"ls": ("-", "--", ":", "-.")[j % 4], "marker": ("o", "s", "^", "D")[j % 4], "ms": 3}
+        line, = ax.plot(frame["fraction"], frame["accuracy"], label=label, **style)
+        if {"min", "max"} <= set(frame.columns):
+            ax.fill_between(frame["fraction"], frame["min"], frame["max"], color=line.get_color(), alpha=0.2,
+                            lw=0, label=f"{label}: range")
+        elif {"low", "high"} <= set(frame.columns):
+            ax.errorbar(frame["fraction"], frame["accuracy"],
+                        yerr=[frame["accuracy"] - frame["low"], frame["high"] - frame["accuracy"]],
+                        fmt="none", ecolor=line.get_color(), alpha=0.5, capsize=2)
     ax.set_xlabel("fraction of heads pruned")
     ax.set_ylabel("test accuracy")
     ax.set_xlim(0, 1)

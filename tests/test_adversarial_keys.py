@@ -8,7 +8,7 @@ import torch
 
 from attnlib import adversarial_keys as ak
 from attnlib import metrics, train
-from attnlib.models import AttentionClassifier, ModelConfig, TransformerConfig
+from attnlib.models import AttentionClassifier, ModelConfig, TransformerConfig, device_of
 
 CONFIG = TransformerConfig(layers=2, heads=2, head_dim=4, dropout=0.0)
 FAST = dict(hidden=32, batch_size=32, use_cache=False, progress=False)
@@ -36,7 +36,7 @@ def _states_equal(a, b) -> bool:
 # ----------------------------------------------------------------------------- the untrained map
 @pytest.mark.parametrize("layer", [0, 1])
 def test_an_untrained_map_leaves_keys_attention_and_outputs_exactly_as_they_are(model, batch, layer):
-    key_map = ak.AdversarialKeyMap(CONFIG.d_model, 32, seed=0)
+    key_map = ak.AdversarialKeyMap(CONFIG.d_model, 32, seed=0).to(device_of(model))  # beside a GPU model too
     seen = []
 
     def spy(keys):

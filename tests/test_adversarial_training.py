@@ -32,7 +32,7 @@ def _adversary(synthetic, base, lam, **kwargs):
 
 def _states_equal(a, b) -> bool:
     sa, sb = a.state_dict(), b.state_dict()
-    return sa.keys() == sb.keys() and all(torch.equal(sa[k], sb[k]) for k in sa)
+    return sa.keys() == sb.keys() and all(torch.equal(sa[k].cpu(), sb[k].cpu()) for k in sa)
 
 
 # ----------------------------------------------------------------------------- the loss

@@ -34,7 +34,7 @@ def test_uniform_model_attention_is_uniform(tiny):
     batch = tiny.test.batch(range(8))
     alpha = model(batch).attention
     expected = batch.mask.float() / batch.mask.sum(-1, keepdim=True)
-    torch.testing.assert_close(alpha, expected)
+    torch.testing.assert_close(alpha.cpu(), expected.cpu())
 
 
 def test_uniform_comparison_publishes_wp_numbers_for_the_sst_standin(monkeypatch, tiny):
@@ -72,15 +72,15 @@ def test_seed_variance_matches_direct_comparison(tiny):
     batch = tiny.test.batch(range(len(tiny.test)))
     with torch.no_grad():
         a, b = sv.models[1].model(batch), sv.base.model(batch)
-    jsd = metrics.jsd(a.attention.double(), b.attention.double(), mask=batch.mask).numpy()
-    tvd = metrics.tvd(a.probs.double(), b.probs.double()).numpy()
+    jsd = metrics.jsd(a.attention.double(), b.attention.double(), mask=batch.mask).cpu().numpy()
+    tvd = metrics.tvd(a.probs.double(), b.probs.double()).cpu().numpy()
     s1 = sv.per_seed[sv.per_seed.seed == 1].sort_values("instance")
     np.testing.assert_allclose(s1["jsd"], jsd, atol=1e-6)
     np.testing.assert_allclose(s1["tvd"], tvd, atol=1e-6)
     # Per instance: the median over the seeds.
     med = sv.per_seed.groupby("instance")["jsd"].median().to_numpy()
     np.testing.assert_allclose(sv.per_instance["jsd"], med)
-    np.testing.assert_allclose(sv.per_instance["max_attention"], b.attention.max(-1).values.numpy(), atol=1e-6)
+    np.testing.assert_allclose(sv.per_instance["max_attention"], b.attention.max(-1).values.cpu().numpy(), atol=1e-6)
     assert (sv.per_instance["jsd"] > 0).all()  # different seeds really give different attention
     summary = sv.summary()
     assert summary["n"].sum() == len(tiny.test)

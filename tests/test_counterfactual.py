@@ -42,7 +42,7 @@ def _constant_output(model):
 def test_permutations_only_move_weight_among_real_tokens(model, ds):
     r = cf.permute_attention(model, ds.test, n_permutations=25, max_instances=30, keep_permutations=True)
     batch = ds.test.batch(r.indices)
-    mask = batch.mask.numpy()
+    mask = batch.mask.cpu().numpy()
     T = mask.shape[1]
     assert r.permutations.shape == (30, 25, T)
     for i in range(30):
@@ -53,7 +53,7 @@ def test_permutations_only_move_weight_among_real_tokens(model, ds):
         assert len({tuple(p) for p in perm[:, real]}) > 20  # random, not repeated
     # the permuted attention: a permutation of alpha-hat's real entries, zeros at SOS/EOS/PAD
     with torch.no_grad():
-        alpha = model(batch).attention.numpy()
+        alpha = model(batch).attention.cpu().numpy()
     permuted = np.take_along_axis(alpha[:, None, :], r.permutations, axis=-1)
     assert np.all(permuted[~np.broadcast_to(mask[:, None, :], permuted.shape)] == 0)
     assert np.array_equal(np.sort(permuted, -1), np.broadcast_to(np.sort(alpha, -1)[:, None, :], permuted.shape))
@@ -125,12 +125,12 @@ def test_candidates_are_distributions_over_real_tokens(adv, model, ds):
     with torch.no_grad():
         base = model(batch)
         out = model(batch, attention=torch.from_numpy(adv.candidates[:, :, : batch.tokens.shape[1]]))
-    y = out.probs.double().numpy()
+    y = out.probs.double().cpu().numpy()
     assert np.allclose(adv.candidate_probs, y, atol=1e-5)
-    assert np.allclose(adv.tvd, metrics.tvd(y, np.broadcast_to(base.probs.double().numpy()[:, None], y.shape)), atol=1e-5)
+    assert np.allclose(adv.tvd, metrics.tvd(y, np.broadcast_to(base.probs.double().cpu().numpy()[:, None], y.shape)), atol=1e-5)
     alpha = np.broadcast_to(adv.alpha[:, None, :], adv.candidates.shape)
     assert np.allclose(adv.jsd, metrics.jsd(adv.candidates.astype(np.float64), alpha.astype(np.float64), check=False), atol=1e-5)
-    assert np.array_equal(adv.predicted, base.probs.argmax(-1).numpy())
+    assert np.array_equal(adv.predicted, base.probs.argmax(-1).cpu().numpy())
     for i in range(N):
         assert adv.candidate(i).shape == (K, int(adv.mask[i].sum()))
 
@@ -326,7 +326,7 @@ def test_permutations_are_uniform_and_work_beyond_256_tokens(long):
     assert torch.all(src[1, :, 0] == 0) and torch.all(src[1, :, -1] == long + 1)  # SOS, EOS
     assert torch.equal(src[1].sort(-1).values, torch.arange(long + 2).expand(6000, long + 2))
     # every real token of the long row lands on the first real position about equally often
-    first = np.bincount(src[1, :, 1].numpy(), minlength=long + 2)[1:-1]
+    first = np.bincount(src[1, :, 1].cpu().numpy(), minlength=long + 2)[1:-1]
     assert first.sum() == 6000 and first.max() < 6000 / long * 4
 
 

@@ -25,7 +25,7 @@ from attnlib.faithfulness import (
     top_k_count,
 )
 from attnlib.importance import ImportanceResult, importance
-from attnlib.models import TransformerClassifier, TransformerConfig
+from attnlib.models import TransformerClassifier, TransformerConfig, device_of
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +61,7 @@ def oracle(model, split, scores, fractions):
             ids = np.asarray(ids)
             words = ids[1:-1]
             n = len(words)
-            p = model(torch.as_tensor(ids)[None]).probs[0].double().numpy()
+            p = model(torch.as_tensor(ids, device=device_of(model))[None]).probs[0].double().cpu().numpy()
             j = int(p.argmax())
             row_c, row_s, row_k = [], [], []
             for f in fractions:
@@ -70,7 +70,7 @@ def oracle(model, split, scores, fractions):
                 rest = [w for t, w in enumerate(words) if t not in top] or [data.UNK]
                 only = [w for t, w in enumerate(words) if t in top]
                 for kept, out in ((rest, row_c), (only, row_s)):
-                    x = torch.as_tensor([data.SOS, *kept, data.EOS])[None]
+                    x = torch.as_tensor([data.SOS, *kept, data.EOS], device=device_of(model))[None]
                     out.append(p[j] - model(x).probs[0, j].item())
                 row_k.append(k)
             comp.append(row_c)
@@ -135,7 +135,7 @@ def test_properties(split, transformer, seed, fractions):
     res = faithfulness(transformer, split, scores, fractions=[*fractions, 1.0])
     j = res.probs.argmax(-1)
     with torch.no_grad():
-        empty = transformer(torch.tensor([[data.SOS, data.UNK, data.EOS]])).probs[0].double().numpy()
+        empty = transformer(torch.tensor([[data.SOS, data.UNK, data.EOS]])).probs[0].double().cpu().numpy()
     np.testing.assert_allclose(res.comprehensiveness[:, 0, -1], res.probs[np.arange(12), j] - empty[j], atol=1e-5)
     np.testing.assert_allclose(res.sufficiency[:, 0, -1], 0, atol=1e-5)
     np.testing.assert_array_equal(res.k[:, -1], res.lengths)

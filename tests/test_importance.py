@@ -182,7 +182,7 @@ def test_loo_matches_captum_feature_ablation(synthetic, encoder):
         for b in range(tokens.shape[0]):  # rebuild each row without its dropped real tokens
             kept = (keep[b] > 0.5) | ~real[b]
             row = tokens[b][kept & (tokens[b] != PAD)]
-            rows.append(row.numpy())
+            rows.append(row.cpu().numpy())
         return model(collate(rows, np.zeros(len(rows)))).probs[:, 1]
 
     T = tokens.shape[1]
@@ -252,8 +252,8 @@ def test_importance_over_a_split_is_aligned_and_matches_the_single_batch_functio
         assert len(res.attention[i]) == len(res.gradient[i]) == len(res.loo[i]) == len(split.tokens[i])
         np.testing.assert_allclose(res.attention[i], pred.attention[i], atol=1e-6)
         batch = split.batch([i])
-        np.testing.assert_allclose(res.gradient[i], gradient_importance(trained, batch)[0, 1:-1].numpy(), atol=1e-6)
-        np.testing.assert_allclose(res.loo[i], leave_one_out(trained, batch)[0, 1:-1].numpy(), atol=1e-6)
+        np.testing.assert_allclose(res.gradient[i], gradient_importance(trained, batch)[0, 1:-1].cpu().numpy(), atol=1e-6)
+        np.testing.assert_allclose(res.loo[i], leave_one_out(trained, batch)[0, 1:-1].cpu().numpy(), atol=1e-6)
         assert res.gradient[i].sum() == pytest.approx(1.0, abs=1e-5)
 
     replaced = importance(trained, split, max_instances=5, loo_mode="replace", detach_attention=False)
@@ -261,8 +261,8 @@ def test_importance_over_a_split_is_aligned_and_matches_the_single_batch_functio
     loo = leave_one_out(trained, batch, mode="replace")
     grad = gradient_importance(trained, batch, detach_attention=False)
     for k in range(5):
-        np.testing.assert_allclose(replaced.loo[k], loo[k][batch.mask[k]].numpy(), atol=1e-6)
-        np.testing.assert_allclose(replaced.gradient[k], grad[k][batch.mask[k]].numpy(), atol=1e-6)
+        np.testing.assert_allclose(replaced.loo[k], loo[k][batch.mask[k]].cpu().numpy(), atol=1e-6)
+        np.testing.assert_allclose(replaced.gradient[k], grad[k][batch.mask[k]].cpu().numpy(), atol=1e-6)
 
 
 def test_importance_subset_is_seeded_and_stratified(synthetic, trained):
@@ -582,15 +582,15 @@ def test_importance_runs_on_the_transformer(synthetic):
     batch = split.batch(np.arange(12))
     with torch.no_grad():
         out = model(batch)
-    np.testing.assert_allclose(res.probs, out.probs.double().numpy(), atol=1e-6)
+    np.testing.assert_allclose(res.probs, out.probs.double().cpu().numpy(), atol=1e-6)
     grad, loo = gradient_importance(model, batch), leave_one_out(model, batch)
     for i in range(12):
         real = batch.mask[i]
-        cls_row = out.attention[i][real].double().numpy()  # the last layer's [CLS] row, heads averaged
+        cls_row = out.attention[i][real].double().cpu().numpy()  # the last layer's [CLS] row, heads averaged
         np.testing.assert_allclose(res.attention[i], cls_row / cls_row.sum(), atol=1e-6)
         assert res.attention[i].sum() == pytest.approx(1.0, abs=1e-6)
-        np.testing.assert_allclose(res.gradient[i], grad[i][real].numpy(), atol=1e-6)
-        np.testing.assert_allclose(res.loo[i], loo[i][real].numpy(), atol=1e-6)
+        np.testing.assert_allclose(res.gradient[i], grad[i][real].cpu().numpy(), atol=1e-6)
+        np.testing.assert_allclose(res.loo[i], loo[i][real].cpu().numpy(), atol=1e-6)
     table = agreement(res)
     assert list(table.index) == [0, 1] and table["n"].sum() == 12
     replaced = importance(model, split, max_instances=6, loo_mode="replace", detach_attention=False)

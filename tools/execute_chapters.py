@@ -51,6 +51,40 @@ def execute(path: Path) -> float:
     return time.perf_counter() - start
 
 
+TIMES_PAGE = ROOT / "book" / "chapter_times.md"
+
+
+def write_times_page(times: dict, wall: float, *, jobs: int, cores: int | None = None,
+                     path: Path = TIMES_PAGE) -> Path:
+    """The landing page's table of cold execution times (book/chapter_times.md, included by intro.md).
+
+    ``times``: notebook stem -> seconds; ``wall``: the whole run's seconds. Written (atomically)
+    only after a run of every chapter from an empty cache: the numbers are that run's
+    measurements, never typed by hand.
+    """
+    import datetime
+
+    cores = cores or os.cpu_count()
+    lines = [
+        f"Measured on {datetime.date.today().isoformat()}: every chapter executed from an empty "
+        f"model cache, `{os.environ.get('ATTNLIB_PROFILE', 'book')}` profile, {cores} CPU cores, "
+        f"{jobs} chapter(s) at a time (`tools/execute_chapters.py`). A chapter opened first also "
+        "trains the models an earlier chapter would have cached, so it can take longer; a second "
+        "run loads them from the cache.",
+        "",
+        "| chapter | minutes, cold |",
+        "|---|---|",
+    ]
+    for stem, seconds in sorted(times.items()):
+        number, _, title = stem.partition("_")
+        lines.append(f"| {int(number)}. {title.replace('_', ' ')} | {seconds / 60:.1f} |")
+    lines.append(f"| the whole book | {wall / 60:.1f} |")
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("\n".join(lines) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
 def _execute_logged(path: Path) -> tuple[Path, float]:
     seconds = execute(path)
     print(f"  {path.name} done in {seconds:.1f} s", flush=True)
@@ -70,11 +104,14 @@ def main(argv: list[str]) -> int:
         if not reuse:
             os.environ["ATTNLIB_CACHE_DIR"] = fresh  # the kernels inherit it
         print(f"model cache: {os.environ.get('ATTNLIB_CACHE_DIR', 'the user cache')}; {jobs} at a time", flush=True)
+        cache = Path(os.environ.get("ATTNLIB_CACHE_DIR") or fresh)
+        cold = not reuse or not any(cache.rglob("*.pt"))  # an empty cache, ours or the one given
         start = time.perf_counter()
+        times: dict = {}
         if jobs <= 1:
             for path in paths:
                 print(f"executing {path} ...", flush=True)
-                _execute_logged(path)
+                times[path.stem] = _execute_logged(path)[1]
         else:
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
@@ -83,8 +120,13 @@ def main(argv: list[str]) -> int:
                 for path in paths:
                     print(f"queued {path.name}", flush=True)
                 for future in [pool.submit(_execute_logged, path) for path in paths]:
-                    future.result()
-        print(f"all done in {time.perf_counter() - start:.1f} s", flush=True)
+                    done, seconds = future.result()
+                    times[done.stem] = seconds
+        wall = time.perf_counter() - start
+        print(f"all done in {wall:.1f} s", flush=True)
+        every = {p.resolve() for p in (ROOT / "chapters").glob("[0-9]*.ipynb")}
+        if cold and set(paths) == every:  # a whole cold run: the landing page's times
+            print(f"wrote {write_times_page(times, wall, jobs=jobs).relative_to(ROOT)}", flush=True)
     return 0
 
 

@@ -134,3 +134,18 @@ def test_book_execution_mode_comes_from_the_environment():
         else:
             os.environ["ATTNLIB_BOOK_EXECUTE"] = old
     assert config.nb_execution_mode == "off"
+
+
+def test_the_landing_pages_times_are_written_from_a_run_not_typed(tmp_path):
+    import execute_chapters
+
+    page = execute_chapters.write_times_page({"02_measures": 19.2, "01_attention_classifier": 112.3}, 131.5,
+                                             jobs=2, cores=2, path=tmp_path / "times.md")
+    text = page.read_text()
+    assert "2 CPU cores, 2 chapter(s) at a time" in text
+    rows = [line for line in text.splitlines() if line.startswith("| ") and "minutes" not in line]
+    assert rows == ["| 1. attention classifier | 1.9 |", "| 2. measures | 0.3 |", "| the whole book | 2.2 |"]
+    assert not list(tmp_path.glob("*.tmp"))  # written atomically
+    # the committed page is such a table, and the landing page includes it
+    committed = (Path(execute_chapters.ROOT) / "book" / "chapter_times.md").read_text()
+    assert committed.count("\n| ") >= 16 and "chapter_times.md" in (Path(execute_chapters.ROOT) / "book" / "intro.md").read_text()

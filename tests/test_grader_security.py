@@ -54,8 +54,14 @@ def _tree_hashes(folder: Path) -> dict:
             for p in sorted(folder.rglob("*")) if p.is_file() and "__pycache__" not in p.parts}
 
 
+#: This module's grading runs (tools/grade.py puts it into every sandbox's environment), so that
+#: sandboxes of another grader on the machine (tests/test_classroom.py in the other pytest -n
+#: worker) are not taken for ours.
+RUN_ID = f"test-security-{os.getpid()}"
+
+
 def _sandbox_processes() -> list[str]:
-    """Processes of the sandbox's user, or carrying the daemon's marker, on this machine now."""
+    """Processes carrying the daemon's marker, or of the sandbox's user in this module's grading runs."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -63,9 +69,11 @@ def _sandbox_processes() -> list[str]:
         try:
             cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
             uid = entry.stat().st_uid
+            ours = os.geteuid() == 0 and uid == sandbox.SANDBOX_UID and (
+                f"ATTNLIB_GRADE_RUN={RUN_ID}".encode() in (entry / "environ").read_bytes().split(b"\0"))
         except OSError:
             continue
-        if MARKER in cmdline or (os.geteuid() == 0 and uid == sandbox.SANDBOX_UID):
+        if MARKER in cmdline or ours:
             found.append(f"{entry.name}: {cmdline[:120]}")
     return found
 
@@ -201,12 +209,15 @@ def graded(tmp_path_factory):
             [grade.COLUMNS, ["z_resumed", "02_measures", "ex-tvd", "False", "graded before", CH02.name, "", "bwrap"]])
     before = {"class": _tree_hashes(folder), "attnlib": _tree_hashes(ROOT / "attnlib"),
               "old": old.read_bytes(), "processes": _sandbox_processes()}
-    env = {**os.environ, "TMPDIR": str(grader_tmp), "ATTNLIB_GRADE_LOG": str(log), "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "TMPDIR": str(grader_tmp), "ATTNLIB_GRADE_LOG": str(log), "PYTHONPATH": str(ROOT),
+           "ATTNLIB_GRADE_RUN": RUN_ID}
     command = [sys.executable, str(ROOT / "tools" / "grade.py"), str(folder), "--out", str(out), "--resume",
                "--timeout", str(TIMEOUT), "--memory", "2"]
     start = time.perf_counter()
     first = subprocess.Popen(command + ["--jobs", "1"], cwd=grader_cwd, env=env, stderr=subprocess.PIPE, text=True)
+    seen_running = False  # our sandboxes are found while they run: the run's name reaches them
     while first.poll() is None and len(_read_csv(out)) < 4:  # the seeded row and a_honest's three
+        seen_running = seen_running or bool(_sandbox_processes())
         time.sleep(0.5)
     first.send_signal(signal.SIGTERM)
     first_rc, first_err = first.wait(timeout=60), first.stderr.read()
@@ -218,7 +229,7 @@ def graded(tmp_path_factory):
     time.sleep(1)  # a surviving daemon would have written by now
     return {"rows": _read_csv(out), "before": before, "folder": folder, "old": old, "log": log,
             "grader_cwd": grader_cwd, "grader_tmp": grader_tmp, "first": (first_rc, first_err, after_stop),
-            "second": second, "processes": _sandbox_processes(), "seconds": seconds}
+            "second": second, "processes": _sandbox_processes(), "seconds": seconds, "seen_running": seen_running}
 
 
 def _verdicts(graded, student):
@@ -279,6 +290,7 @@ def test_other_hand_ins_the_csv_and_the_grader_folder_are_out_of_reach(graded):
 
 def test_a_daemon_dies_with_the_sandbox(graded):
     assert all(passed == "True" for passed, _ in _verdicts(graded, "e_daemon").values())
+    assert graded["seen_running"]  # the check below can see a sandbox of ours
     assert graded["processes"] == graded["before"]["processes"] == []
     assert graded["first"][2]["processes"] == []
 

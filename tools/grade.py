@@ -256,8 +256,14 @@ def _read_run(path: Path) -> dict:
     return data if isinstance(data, dict) else {}
 
 
+#: This grading run's name, in every sandbox's environment (``ATTNLIB_GRADE_RUN``; the caller's, else
+#: one of this process's): processes of two graders on one machine (two classes, two test workers)
+#: can be told apart under the sandbox's shared user.
+RUN_ID = os.environ.get("ATTNLIB_GRADE_RUN") or f"{os.getpid()}-{os.urandom(4).hex()}"
+
+
 def _sandbox_env(python_bin: str, pythonpath: str) -> dict[str, str]:
-    env = {"PATH": f"{python_bin}:/usr/local/bin:/usr/bin:/bin", "HOME": f"{sandbox.TMP}/home",
+    env = {"ATTNLIB_GRADE_RUN": RUN_ID, "PATH": f"{python_bin}:/usr/local/bin:/usr/bin:/bin", "HOME": f"{sandbox.TMP}/home",
            "PYTHONPATH": pythonpath, "PYTHONDONTWRITEBYTECODE": "1", "MPLBACKEND": "Agg",
            "IPYTHONDIR": f"{sandbox.TMP}/home/.ipython", "MPLCONFIGDIR": f"{sandbox.TMP}/home/.matplotlib",
            "JUPYTER_RUNTIME_DIR": f"{sandbox.TMP}/home/.jupyter-runtime", "ATTNLIB_PROFILE": "book"}

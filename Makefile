@@ -8,7 +8,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PIP_INSTALL := $(BIN)/python -m pip install --disable-pip-version-check -q -c requirements/constraints.txt
 
-.PHONY: install book vendor test unit nbval papermill check-pages bench gpu-check student grade clean
+.PHONY: install book vendor test unit nbval papermill check-pages check-run-extra bench gpu-check student grade clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -99,6 +99,13 @@ papermill: install
 	  echo "papermill $$nb (profile $(PROFILE), seed $(SEED))"; \
 	  $(BIN)/python tools/run_papermill.py -k python3 --cwd chapters --no-progress-bar --execution-timeout $(CELL_TIMEOUT) $$nb _build/papermill/$$(basename $$nb) -p profile $(PROFILE) -p seed $(SEED); \
 	done
+
+# What a reader's Colab or Binder runtime gets (issue 25): a fresh venv with only attnlib[run] (and
+# ipykernel) imports every attnlib module, holds no part of the book build, and executes chapter 15
+# on its own kernel (tools/check_run_extra.py; RUN_EXTRA_CHAPTERS="01 15" for others).
+RUN_EXTRA_CHAPTERS ?= 15
+check-run-extra: install
+	$(BIN)/python tools/check_run_extra.py --chapters $(RUN_EXTRA_CHAPTERS)
 
 # Benchmarks: chapter wall time and peak memory, and the batched-vs-loop ratios.
 bench: install

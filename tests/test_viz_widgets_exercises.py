@@ -2,6 +2,7 @@
 import functools
 import json
 import re
+import sys
 from pathlib import Path
 
 import matplotlib
@@ -115,21 +116,51 @@ def test_model_checkers():
 
 
 def test_every_chapter_installs_from_the_configured_repository():
-    """The repository URL lives in _config.yml; each chapter's install cell must use the same one."""
+    """The repository URL lives in _config.yml; each chapter's first cell is tools/install_cells.py's for it."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    import install_cells
+
     config = (ROOT / "_config.yml").read_text()
-    url = re.search(r"^repository:\s*\n\s+url:\s*(\S+)", config, re.M).group(1)
+    url = re.search(r"^repository:\s*\n(?:\s+#.*\n)*\s+url:\s*(\S+)", config, re.M).group(1)
+    assert install_cells.repository_url() == url
+    cell = install_cells.install_cell(url)
+    assert f'REPOSITORY = "{url}"' in cell and '%pip install -q "attnlib[run] @ git+{REPOSITORY}"' in cell
     chapters = sorted((ROOT / "chapters").glob("[0-9]*.ipynb"))
     assert chapters
+    stale = [p.name for p in install_cells.stale(url)]
+    assert not stale, f"run tools/install_cells.py: the install cell differs in {stale}"
     for path in chapters:
         nb = json.loads(path.read_text())
         code = [c for c in nb["cells"] if c["cell_type"] == "code"]
-        first = "".join(code[0]["source"])
-        installs = "%pip install" in first and (
-            f"git+{url}" in first or (f'REPOSITORY = "{url}"' in first and "git+{REPOSITORY}" in first)
-        )
-        assert installs, f"{path.name}: first cell must install from {url}"
+        assert not code[0].get("outputs"), f"{path.name}: the install cell has outputs"
         tags = [c.get("metadata", {}).get("tags", []) for c in code]
         assert any("parameters" in t for t in tags), f"{path.name}: no papermill 'parameters' cell"
+
+
+def test_glue_writes_myst_nb_outputs(capsys):
+    """attnlib's glue displays exactly what MyST-NB's does (the book build reads it; nbval compares it)."""
+    pytest.importorskip("myst_nb", reason="MyST-NB is part of the book build ([book] extra)")
+    from IPython.core.interactiveshell import InteractiveShell
+    from myst_nb import glue as myst_glue
+
+    from attnlib.presentation.glue import GLUE_PREFIX, glue
+
+    from myst_nb.ext.glue import GLUE_PREFIX as MYST_PREFIX
+
+    assert GLUE_PREFIX == MYST_PREFIX
+    shell = InteractiveShell.instance()
+    seen = []
+    publish = shell.display_pub.publish
+    shell.display_pub.publish = lambda data, metadata=None, **kw: seen.append((data, metadata))
+    try:
+        for value, display in ((0.4251, False), ("*too*", True), (np.arange(3), False)):
+            for fn in (glue, myst_glue):
+                fn("key", value, display=display)
+            assert seen[-2] == seen[-1], (value, display)
+    finally:
+        shell.display_pub.publish = publish
+    with pytest.raises(ValueError, match="name"):
+        glue("", 1)
 
 
 #: The widest code line a rendered chapter shows without clipping (house style).

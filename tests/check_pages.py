@@ -28,8 +28,21 @@ contents is checked without touching this script. For each page it fails on:
   or scrolled for the reader);
 * any console error or uncaught page error (the browser's own favicon request aside).
 
-A full-page
-screenshot of each page is saved with ``--screenshots DIR``.
+Each page is then opened again in a phone-sized window (390x844, ``PHONE_VIEWPORT``), where it
+fails on:
+
+* a page that scrolls sideways (the document's ``scrollWidth`` wider than the window): the
+  widest element that nothing clips is named (long inline code, a table or an output block
+  that does not scroll in its own box);
+* a chapter list that cannot be reached: no visible ☰ button (``.primary-toggle``), or clicking
+  it does not show a link to another page of the book inside the window (pydata-sphinx-theme
+  0.17 under sphinx-book-theme 1.3 hooked the click to a hidden button: issue 25);
+* likewise the page's contents (``.secondary-toggle``) where the page has that button, and an
+  open sidebar that a tap beside it does not close.
+
+A full-page screenshot of each page is saved with ``--screenshots DIR``, and two of the window
+at 390 pixels: ``NAME.390.png`` as the page opens and ``NAME.390-chapters.png`` with the
+chapter list open.
 
 The browser is Debian's ``/usr/bin/chromium`` driven by Python playwright
 (playwright's own browser download needs a network). The core is importable::
@@ -65,6 +78,14 @@ CHROMIUM_ARGS = [
 CHAPTER_PREFIXES = ("chapters/",)
 #: Local paths a browser may ask for on its own; a 404 there is not a failure.
 IGNORED_LOCAL_404 = ("/favicon.ico",)
+#: The window of the desktop checks, and of the phone checks (CSS pixels; a 6.1-inch phone).
+DESKTOP_VIEWPORT = {"width": 1280, "height": 900}
+PHONE_VIEWPORT = {"width": 390, "height": 844}
+#: At the phone width: the sidebar buttons, and the links each must bring into view.
+PRIMARY_TOGGLE = "button.primary-toggle:visible"
+CHAPTER_LINKS = 'nav.bd-docs-nav a.reference.internal:not([href^="#"])'  # another page of the book
+SECONDARY_TOGGLE = "button.secondary-toggle:visible"
+PAGE_TOC_LINKS = "nav.page-toc a"
 
 
 @dataclass
@@ -82,6 +103,7 @@ class PageResult:
     n_widgets: int = 0
     n_widgets_rendered: int = 0
     screenshot: str | None = None
+    phone_screenshots: list[str] = field(default_factory=list)  # the phone-sized window
 
     @property
     def ok(self) -> bool:
@@ -101,6 +123,8 @@ class PageResult:
         lines += [f"    console: {c}" for c in self.console_errors]
         if self.screenshot:
             lines.append(f"    screenshot: {self.screenshot}")
+        if self.phone_screenshots:
+            lines.append(f"    screenshots at {PHONE_VIEWPORT['width']}px: {', '.join(self.phone_screenshots)}")
         return "\n".join(lines)
 
 
@@ -252,6 +276,51 @@ _WIDGET_STATE_JS = r"""
 }
 """
 
+#: A page wider than the window (the reader scrolls it sideways): the element reaching furthest
+#: right that no box clips or scrolls (fixed boxes, the closed sidebars, are not part of the page).
+_SIDEWAYS_JS = r"""
+() => {
+  const width = window.innerWidth, scrollWidth = document.documentElement.scrollWidth;
+  if (scrollWidth <= width + 1) return null;
+  const unclipped = (el) => {
+    for (let a = el; a && a !== document.body; a = a.parentElement) {
+      const s = getComputedStyle(a);
+      if (s.position === "fixed") return false;
+      if (a !== el && s.overflowX !== "visible") return false;
+    }
+    return true;
+  };
+  let widest = null, right = width + 1;
+  for (const el of document.body.querySelectorAll("*")) {
+    const r = el.getBoundingClientRect();
+    const elRight = r.right + window.scrollX;
+    if (r.width > 0 && elRight > right && unclipped(el)) { widest = el; right = elRight; }
+  }
+  let name = "?", text = "";
+  if (widest) {
+    name = widest.tagName.toLowerCase() + (widest.id ? "#" + widest.id : "") +
+      Array.from(widest.classList).map((c) => "." + c).join("");
+    text = (widest.textContent || "").replace(/\s+/g, " ").trim().slice(0, 60);
+  }
+  return {width, scrollWidth, name, text, right: Math.round(right)};
+}
+"""
+
+#: The first link matching the selector that the reader can see: inside the window, and on top
+#: at its centre (not under a backdrop, not off-canvas). Polled by wait_for_function.
+_LINK_IN_VIEW_JS = r"""
+(selector) => {
+  const w = window.innerWidth, h = window.innerHeight;
+  for (const a of document.querySelectorAll(selector)) {
+    const r = a.getBoundingClientRect();
+    if (r.width < 1 || r.height < 1 || r.left < 0 || r.top < 0 || r.right > w || r.bottom > h) continue;
+    const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+    if (hit && (hit === a || a.contains(hit))) return a.textContent.trim() || a.href;
+  }
+  return false;
+}
+"""
+
 
 def _is_local(url: str, origin: str) -> bool:
     scheme = urlsplit(url).scheme
@@ -387,6 +456,113 @@ def _check_page(context, server: _Server, html_dir: Path, page: str, screenshot_
     return res
 
 
+def _open_sidebar(pg, toggle: str, links: str, what: str, timeout_ms: int) -> str | None:
+    """Click the visible ``toggle`` button; None when a link matching ``links`` then shows, else why not."""
+    button = pg.locator(toggle)
+    if button.count() == 0:
+        return f"no visible button opens the {what}"
+    try:
+        button.first.click(timeout=timeout_ms)
+    except Exception as e:  # noqa: BLE001 - covered, moving or detached: the reader cannot click it
+        return f"the button that opens the {what} cannot be clicked: {str(e).splitlines()[0]}"
+    try:
+        pg.wait_for_function(_LINK_IN_VIEW_JS, arg=links, timeout=timeout_ms)
+    except Exception:  # noqa: BLE001 - timed out: nothing to see
+        return f"clicking the button that opens the {what} shows none of its links in the window"
+    return None
+
+
+def _close_sidebar(pg, timeout_ms: int) -> str | None:
+    """Tap beside the open sidebar (its backdrop), as a phone reader would; None once it is closed."""
+    # The chapter list opens on the left, the page's contents on the right: tap the other side.
+    on_left = pg.evaluate(
+        "() => { const d = document.querySelector('dialog[open]');"
+        " return !d || d.getBoundingClientRect().left < window.innerWidth / 4; }"
+    )
+    x = PHONE_VIEWPORT["width"] - 10 if on_left else 10
+    pg.mouse.click(x, PHONE_VIEWPORT["height"] // 2)
+    try:
+        pg.wait_for_function("() => !document.querySelector('dialog[open]')", timeout=timeout_ms)
+    except Exception:  # noqa: BLE001
+        return "an open sidebar does not close when the reader taps beside it"
+    return None
+
+
+def _check_phone(context, server: _Server, res: PageResult, screenshot_dir: Path | None,
+                 timeout_ms: int) -> None:
+    """Open the page in a phone-sized window (``context``); add what fails there to ``res``."""
+    where = f"at {PHONE_VIEWPORT['width']}px"
+    pg = context.new_page()
+    errors: list[str] = []
+
+    def on_route(route):  # the desktop pass reports requests that leave localhost
+        if _is_local(route.request.url, server.origin):
+            route.continue_()
+        else:
+            route.abort()
+
+    def on_console(message):
+        if message.type != "error":
+            return
+        url = (message.location or {}).get("url", "")
+        if _is_local(url, server.origin) and urlsplit(url).path in IGNORED_LOCAL_404:
+            return  # the browser's own favicon request, as in _check_page
+        errors.append(message.text)
+
+    pg.route("**/*", on_route)
+    pg.on("console", on_console)
+    pg.on("pageerror", lambda e: errors.append(f"uncaught: {e}"))
+
+    def shot(suffix: str) -> None:
+        if screenshot_dir is not None:
+            screenshot_dir.mkdir(parents=True, exist_ok=True)
+            path = screenshot_dir / f"{res.page.replace('/', '__')}.{PHONE_VIEWPORT['width']}{suffix}.png"
+            pg.screenshot(path=str(path))
+            res.phone_screenshots.append(str(path))
+
+    try:
+        pg.goto(res.url, wait_until="load", timeout=timeout_ms)
+        # Lay the page out as the reader sees it: math typeset and widgets drawn.
+        pg.evaluate(_WAIT_MATHJAX_JS)
+        if res.n_widgets:
+            try:
+                pg.wait_for_function(
+                    "(js) => eval('(' + js + ')')().rendered.every(Boolean)",
+                    arg=_WIDGET_STATE_JS,
+                    timeout=min(timeout_ms, 10000),
+                )
+            except Exception:  # noqa: BLE001 - the desktop pass reports widgets that do not render
+                pass
+
+        wide = pg.evaluate(_SIDEWAYS_JS)
+        if wide:
+            res.failures.append(
+                f"{where} the page scrolls sideways ({wide['scrollWidth']}px wide in a {wide['width']}px "
+                f"window): widest element {wide['name']} reaches {wide['right']}px: {wide['text']!r}"
+            )
+        shot("")
+
+        why = _open_sidebar(pg, PRIMARY_TOGGLE, CHAPTER_LINKS, "chapter list (☰)", timeout_ms=5000)
+        if why:
+            res.failures.append(f"{where} {why}")
+        else:
+            shot("-chapters")
+            why = _close_sidebar(pg, timeout_ms=5000)
+            if why:
+                res.failures.append(f"{where} {why}")
+            elif pg.locator(SECONDARY_TOGGLE).count():
+                why = _open_sidebar(pg, SECONDARY_TOGGLE, PAGE_TOC_LINKS, "page's contents", timeout_ms=5000)
+                if why:
+                    res.failures.append(f"{where} {why}")
+    except Exception as e:  # noqa: BLE001 - one broken page must not hide the others
+        res.failures.append(f"{where} the page could not be checked: {type(e).__name__}: {e}")
+    finally:
+        pg.close()
+    for text in dict.fromkeys(errors):
+        if text not in res.console_errors:  # those the desktop pass saw are reported once
+            res.failures.append(f"{where} console error: {text}")
+
+
 def check_book(
     html_dir: str | Path,
     toc: str | Path | None = None,
@@ -394,8 +570,12 @@ def check_book(
     chromium: str = CHROMIUM,
     timeout_s: float = 30.0,
     pages: list[str] | None = None,
+    phone: bool = True,
 ) -> list[PageResult]:
-    """Check the root page and every ``_toc.yml`` page of a built book; return one result each."""
+    """Check the root page and every ``_toc.yml`` page of a built book; return one result each.
+
+    ``phone``: also check each page in a 390x844 window (``_check_phone``).
+    """
     from playwright.sync_api import sync_playwright
 
     html_dir = Path(html_dir).resolve()
@@ -411,10 +591,16 @@ def check_book(
     with _Server(html_dir) as server, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
         try:
-            context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
+            context = browser.new_context(viewport=DESKTOP_VIEWPORT, service_workers="block")
             for page in pages:
                 results.append(_check_page(context, server, html_dir, page, shots, int(timeout_s * 1000)))
             context.close()
+            if phone:
+                context = browser.new_context(viewport=PHONE_VIEWPORT, service_workers="block")
+                for res in results:
+                    if res.url and (html_dir / f"{res.page}.html").is_file():
+                        _check_phone(context, server, res, shots, int(timeout_s * 1000))
+                context.close()
         finally:
             browser.close()
     return results
@@ -427,11 +613,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--screenshots", metavar="DIR", help="save a full-page PNG of each page here")
     parser.add_argument("--chromium", default=CHROMIUM, help=f"browser binary (default {CHROMIUM})")
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds to wait per page step")
+    parser.add_argument("--no-phone", dest="phone", action="store_false",
+                        help="skip the checks in a 390x844 window")
     args = parser.parse_args(argv)
 
     try:
         results = check_book(args.html_dir, toc=args.toc, screenshot_dir=args.screenshots,
-                             chromium=args.chromium, timeout_s=args.timeout)
+                             chromium=args.chromium, timeout_s=args.timeout, phone=args.phone)
     except FileNotFoundError as e:
         print(f"check_pages: {e}", file=sys.stderr)
         return 2

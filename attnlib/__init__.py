@@ -15,7 +15,8 @@ imports a private (underscored) name of another (``tests/test_layout.py`` checks
                      token_identity, head_perturbation, head_importance, adversarial_keys,
                      deception, flow (rollout and attention flow), faithfulness (ERASER's
                      comprehensiveness and sufficiency, rationale recovery), explanations
-                     (every explanation method of Chapter 15 on the same instances)
+                     (every explanation method of Chapter 15 on the same instances), audit (the
+                     battery on your own model and texts in one call)
     presentation/    viz, widgets, exercises: figures and checkers (not in the cache key)
 
 Why folders: a second model family (transformers) and four more experiment modules come
@@ -74,6 +75,7 @@ _SUBMODULES = {
     "flow": "experiments.flow",
     "faithfulness": "experiments.faithfulness",
     "explanations": "experiments.explanations",
+    "audit": "experiments.audit",
     "viz": "presentation.viz",
     "widgets": "presentation.widgets",
     "exercises": "presentation.exercises",

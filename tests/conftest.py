@@ -44,3 +44,30 @@ def tiny_model(tiny_dataset):
         return made[key]
 
     return make
+
+
+#: The word pieces of :func:`tiny_bert_checkpoint`'s vocabulary (after [PAD] [UNK] [CLS] [SEP] [MASK]).
+TINY_BERT_WORDS = ["good", "bad", "movie", "film", "the", "a", "is", "was", "very", "plot", "actor", "boring", "fun",
+                   "and", "not", "story", "long", "short", "##s", "##ly"]
+
+
+@pytest.fixture(scope="session")
+def tiny_bert_checkpoint(tmp_path_factory):
+    """A tiny random BERT (2 layers x 2 heads, d_model 16) and its WordPiece tokenizer, saved to a local directory.
+
+    The one tiny pretrained checkpoint of the tests (tests/test_pretrained.py, tests/test_audit.py): loaded
+    through PretrainedClassifier exactly as MiniLM is, with no network.
+    """
+    pytest.importorskip("transformers")
+    import torch
+    from transformers import BertConfig, BertModel, BertTokenizer
+
+    path = tmp_path_factory.mktemp("tiny-bert")
+    (path / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *TINY_BERT_WORDS]) + "\n")
+    BertTokenizer(vocab=str(path / "vocab.txt")).save_pretrained(path)  # transformers 5: vocab=, not vocab_file=
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=5 + len(TINY_BERT_WORDS), hidden_size=16, num_hidden_layers=2,
+                        num_attention_heads=2, intermediate_size=32, max_position_embeddings=24,
+                        initializer_range=0.2, attn_implementation="eager")
+    BertModel(config).save_pretrained(path)
+    return path

@@ -216,7 +216,7 @@ def test_rationale_recovery_moved_and_still_importable_from_importance():
 
 def test_validation_errors(split, lstm):
     scores = {"a": random_scores(split, 0)}
-    with pytest.raises(ValueError, match="AttentionClassifier or a TransformerClassifier"):
+    with pytest.raises(ValueError, match="token-level access.*str lacks pad_id"):
         faithfulness("model", split, scores)
     for bad in ((), (0.0,), (1.5,), (0.1, 0.1), ("0.1",), (float("nan"),), "0.1", True):
         with pytest.raises(ValueError, match="fraction"):

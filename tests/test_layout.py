@@ -86,3 +86,44 @@ def test_the_check_sees_an_upward_and_a_private_import():
     found = _violations("models.classifier", False, source)
     assert len(found) == 2 and "layer 4" in found[0] and "_hidden" in found[1]
     assert _violations("experiments.erasure", False, "from .. import _runs\nfrom ..models import interventions\n") == []
+
+
+#: The experiments that act on tokens (gradients, leave-one-out, deletion, explanations) reach every
+#: family through the token-level protocol only.
+TOKEN_LEVEL = ("importance", "faithfulness", "explanations")
+#: Names an experiment module must not use: the concrete families, and their internals.
+FAMILY_CLASSES = {"AttentionClassifier", "TransformerClassifier", "PretrainedClassifier"}
+FAMILY_INTERNALS = {"embedding", "encode", "attend", "decode", "lstm", "layers", "project", "positions",
+                    "embeddings"}
+
+
+def _family_uses(source: str) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Name) and node.id in FAMILY_CLASSES:
+            found.append(f"names {node.id} (line {node.lineno})")
+        elif isinstance(node, ast.ImportFrom):
+            found += [f"imports {a.name} (line {node.lineno})" for a in node.names if a.name in FAMILY_CLASSES]
+        elif isinstance(node, ast.Attribute) and node.attr in FAMILY_INTERNALS and \
+                isinstance(node.value, ast.Name) and node.value.id in ("model", "m", "self"):
+            found.append(f"reaches into {node.value.id}.{node.attr} (line {node.lineno})")
+        elif isinstance(node, ast.Attribute) and node.attr in ("layers", "heads", "encoder", "n_classes") and \
+                isinstance(node.value, ast.Attribute) and node.value.attr == "config":
+            found.append(f"reads config.{node.attr} (line {node.lineno})")
+    return found
+
+
+@pytest.mark.parametrize("name", TOKEN_LEVEL)
+def test_token_level_experiments_name_no_model_family(name):
+    """importance, faithfulness and explanations run on any TokenModel: no family class, no model internals."""
+    path = ROOT / "experiments" / f"{name}.py"
+    found = _family_uses(path.read_text())
+    assert not found, f"experiments/{name}.py " + "; ".join(found)
+
+
+def test_the_family_check_catches_what_it_should():
+    bad = ("from ..models import AttentionClassifier\n"
+           "def f(model):\n    isinstance(model, TransformerClassifier)\n    model.embedding(1)\n"
+           "    model.config.layers\n")
+    found = _family_uses(bad)
+    assert len(found) == 4, found

@@ -32,16 +32,11 @@ def _config(attn_implementation="eager"):
 
 
 @pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory):
-    """A tiny random BERT (2 layers x 2 heads, d_model 16) and its WordPiece tokenizer, saved to a local directory."""
-    from transformers import BertModel, BertTokenizer
-
-    path = tmp_path_factory.mktemp("tiny-bert")
-    (path / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]) + "\n")
-    BertTokenizer(vocab=str(path / "vocab.txt")).save_pretrained(path)  # transformers 5: vocab=, not vocab_file=
-    torch.manual_seed(0)
-    BertModel(_config()).save_pretrained(path)
-    return path
+def checkpoint(tiny_bert_checkpoint):
+    """conftest's tiny random BERT (2 layers x 2 heads, d_model 16), saved with its WordPiece tokenizer."""
+    vocab = (tiny_bert_checkpoint / "vocab.txt").read_text().split()
+    assert vocab[5:] == WORDS  # the sentences below use its words
+    return tiny_bert_checkpoint
 
 
 @pytest.fixture(scope="module")
@@ -392,3 +387,84 @@ def test_minilm_runs_offline_with_its_real_weights():
     assert abs(got["sums"] - 1) < 1e-5 and got["probs"] == pytest.approx([1, 1])
     assert got["tokens"][0] == "[CLS]" and got["tokens"][-1] == "[SEP]" and "gorgeous" in got["tokens"]
     assert got["name"] == "all-MiniLM-L6-v2"
+
+
+# ----------------------------------------------------------------------------- token-level access (importance, faithfulness, explain)
+def test_the_wrapper_has_token_level_access(clf, batch):
+    from attnlib.models.protocol import TokenModel, check_token_model, word_mask
+
+    assert isinstance(clf, TokenModel) and check_token_model(clf) is clf
+    ids = clf.token_ids(batch)
+    assert torch.equal(word_mask(ids, clf.pad_id), batch.mask)  # the pieces: positions 1 .. length - 2
+    assert clf.special_ids == (clf.tokenizer.cls_token_id, clf.tokenizer.sep_token_id)
+    out = clf.forward_embedded(ids, clf.embed_tokens(ids))
+    torch.testing.assert_close(out.probs, clf(ids).probs, atol=1e-6, rtol=0)
+    trace = clf.trace(batch)
+    cls_row = trace.attentions[:, -1, :, 0, :].mean(1)  # the last layer's [CLS] row, heads averaged
+    torch.testing.assert_close(out.attention, cls_row, atol=1e-6, rtol=0)
+    with pytest.raises(ValueError, match="no single one to detach"):
+        clf.forward_embedded(ids, clf.embed_tokens(ids), detach_attention=True)
+    bad = ids.clone()
+    bad[0, 0] = clf.tokenizer.sep_token_id
+    with pytest.raises(ValueError, match=r"\[CLS\] pieces \[SEP\]"):
+        clf.token_ids(bad)
+    with pytest.raises(ValueError, match="vocabulary"):
+        clf.token_ids(ids.masked_fill(ids == ids.max(), clf.vocab_size))
+
+
+def test_gradient_importance_matches_captum_on_the_piece_embeddings(clf, batch):
+    """J&W's g_t on the pretrained wrapper: captum's LayerGradientXActivation on its word embeddings is the oracle."""
+    captum_attr = pytest.importorskip("captum.attr")
+    from attnlib.importance import gradient_importance
+
+    g = gradient_importance(clf, batch)
+    lga = captum_attr.LayerGradientXActivation(lambda ids: clf(ids).probs[:, 1],
+                                               clf.model.embeddings.word_embeddings)
+    raw = lga.attribute(batch.tokens).sum(-1).abs().masked_fill(~batch.mask, 0.0)
+    torch.testing.assert_close(g, raw / raw.sum(-1, keepdim=True), atol=1e-5, rtol=0)
+
+
+def test_leave_one_out_is_one_forward_per_deleted_piece(clf):
+    from attnlib.importance import leave_one_out
+
+    batch = clf.encode_texts([s for s in SENTENCES if " " in s])  # deleting an only piece is refused
+    loo = leave_one_out(clf, batch)
+    replaced = leave_one_out(clf, batch, mode="replace")  # by the tokenizer's [UNK]
+    with torch.no_grad():
+        full = clf(batch).probs
+        for b in range(len(batch)):
+            n = int(batch.lengths[b])
+            for t in range(1, n - 1):
+                ids = torch.cat([batch.tokens[b, :t], batch.tokens[b, t + 1:n]]).unsqueeze(0)
+                expected = 0.5 * (clf(ids).probs[0] - full[b]).abs().sum()
+                assert float(loo[b, t]) == pytest.approx(float(expected), abs=1e-6)
+        ids = batch.tokens[:1].clone()
+        ids[0, 1] = clf.unk_id
+        by_unk = 0.5 * (clf(ids).probs[0] - full[0]).abs().sum()
+    assert float(replaced[0, 1]) == pytest.approx(float(by_unk), abs=1e-6)
+    assert not bool(loo.masked_select(~batch.mask).any())  # 0 on [CLS], [SEP] and padding
+    with pytest.raises(ValueError, match="start and end tokens"):
+        leave_one_out(clf, batch, mode="replace", replacement=clf.tokenizer.cls_token_id)
+
+
+def test_importance_faithfulness_and_explain_run_on_the_pretrained_wrapper(clf):
+    pytest.importorskip("captum")
+    from attnlib.explanations import METHODS, explain
+    from attnlib.faithfulness import faithfulness, faithfulness_summary
+    from attnlib.importance import agreement, importance
+
+    texts = [" ".join(WORDS[(i + k) % 18] for k in range(3 + i % 5)) for i in range(12)]
+    data = clf.encode_texts(texts, [i % 2 for i in range(12)])
+    imp = importance(clf, data)
+    assert len(imp) == 12 and imp.settings["detach_attention"] is False
+    for i in range(12):
+        n = int(data.lengths[i]) - 2
+        assert len(imp.attention[i]) == len(imp.gradient[i]) == len(imp.loo[i]) == n
+        assert imp.attention[i].sum() == pytest.approx(1.0)  # cut to the pieces and renormalised
+    assert set(agreement(imp).columns) >= {"tau_g mean", "tau_loo mean"}
+    faith = faithfulness(clf, data, {"attention": dict(zip(imp.indices.tolist(), imp.attention))})
+    assert np.isfinite(faithfulness_summary(faith).to_numpy(dtype=float)).all()
+    result = explain(clf, data, ig_steps=8)
+    assert result.methods == METHODS  # rollout, flow and effective attention too: it has layers to trace
+    np.testing.assert_allclose(np.concatenate(result.scores["gradient × input"]), np.concatenate(imp.gradient))
+    assert np.nanmax(result.ig_delta) < 0.05  # integrated gradients' completeness on this model

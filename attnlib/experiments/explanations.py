@@ -48,9 +48,8 @@ import torch
 from .. import _runs
 from .._checks import check_positive_int
 from .._runs import InstanceResult
-from ..data import PAD, Split
-from ..models import AttentionClassifier, TransformerClassifier, real_token_mask
-from ..models.protocol import device_of
+from ..data import Split
+from ..models.protocol import check_token_model, device_of, model_name, word_mask
 from .faithfulness import rationale_ranking
 from .flow import flow_cls, rollout_cls
 from .identifiability import effective_attention
@@ -91,20 +90,24 @@ _IG_TOKENS = 2**13  # interpolated rows x tokens per forward pass of integrated 
 
 
 def _check_model(model):
-    if not isinstance(model, (AttentionClassifier, TransformerClassifier)):
-        raise ValueError(
-            f"model must be an attnlib.models.AttentionClassifier or a TransformerClassifier, "
-            f"got {type(model).__name__}"
-        )
-    return model
+    return check_token_model(model, "explain")
+
+
+def _has_layers(model) -> bool:
+    """A stack of attention layers with a row per query and a :meth:`trace` (both transformer families)."""
+    return bool(getattr(model, "rows_per_query", False)) and callable(getattr(model, "trace", None))
 
 
 def applies(model, method: str) -> bool:
-    """Whether ``method`` (one of :data:`METHODS`) applies to ``model``."""
+    """Whether ``method`` (one of :data:`METHODS`) applies to ``model``.
+
+    Rollout, flow and effective attention need a stack of layers and heads the model can
+    :meth:`trace` (the transformers); every other method needs only the token-level protocol.
+    """
     _check_model(model)
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; choose from {', '.join(METHODS)}")
-    return isinstance(model, TransformerClassifier) or method not in _TRANSFORMER_ONLY
+    return _has_layers(model) or method not in _TRANSFORMER_ONLY
 
 
 def methods_for(model) -> tuple:
@@ -162,13 +165,13 @@ def _rows_over_words(values: torch.Tensor, words: torch.Tensor, normalise: bool)
 def integrated_gradients(model, tokens: torch.Tensor, *, steps: int = IG_STEPS, target=None):
     """Integrated gradients of every token, (attributions (B, T), convergence delta (B,)).
 
-    captum's ``IntegratedGradients`` on the word embeddings e_t = ``model.embedding(tokens)``
-    (a forward hook hands the model the interpolated embeddings), from the zero embedding at
-    every word (<PAD>'s row; <SOS> and <EOS> keep theirs) to the input, ``steps``
-    Gauss-Legendre points, for ``target`` (None: the predicted class) of
-    ``model(tokens).probs``. This is what captum's ``LayerIntegratedGradients`` on
-    ``model.embedding`` computes with that baseline, which it could only express as an input
-    sentence of <PAD> words, and the classifiers refuse a sentence without words. The
+    captum's ``IntegratedGradients`` on the token embeddings e_t = ``model.embed_tokens(tokens)``
+    (``model.forward_embedded`` runs the interpolated embeddings), from the zero embedding at
+    every word (<PAD>'s row in the book's models; the start and end tokens keep theirs) to the
+    input, ``steps`` Gauss-Legendre points, for ``target`` (None: the predicted class) of the
+    output. This is what captum's ``LayerIntegratedGradients`` on the embedding layer
+    computes with that baseline, which it could only express as an input sentence of <PAD>
+    words, and the classifiers refuse a sentence without words. The
     attribution of token t is the sum over its embedding dimensions (signed); by completeness
     a row sums to y-hat(x) - y-hat(baseline) up to the returned delta. Instances are
     independent in eval mode, so one call covers the batch.
@@ -180,19 +183,15 @@ def integrated_gradients(model, tokens: torch.Tensor, *, steps: int = IG_STEPS, 
     if not isinstance(tokens, torch.Tensor) or tokens.ndim != 2 or tokens.dtype != torch.long:
         raise ValueError("tokens must be a (B, T) LongTensor of token ids")
     tokens = tokens.to(device_of(model))  # the model's device, wherever the caller's ids live
-    words = real_token_mask(tokens)
+    words = word_mask(tokens, model.pad_id)
     with torch.no_grad():
-        embedded = model.embedding(tokens)
+        embedded = model.embed_tokens(tokens)
         if target is None:
             target = model(tokens).probs.argmax(-1)
     baseline = embedded.masked_fill(words.unsqueeze(-1), 0.0)
 
     def forward(e, x):
-        handle = model.embedding.register_forward_hook(lambda module, inputs, output: e)
-        try:
-            return model(x).probs
-        finally:
-            handle.remove()
+        return model.forward_embedded(x, e).probs
 
     with torch.enable_grad():
         attr, delta = IntegratedGradients(forward).attribute(
@@ -214,9 +213,12 @@ def explain(
     """Score every real token of a split's instances by every explanation method (see the module docstring).
 
     Args:
-        model: an :class:`~attnlib.models.AttentionClassifier` or a
-            :class:`~attnlib.models.TransformerClassifier`.
-        split: an :class:`attnlib.data.Split` (e.g. ``dataset.test``) or a Batch.
+        model: any model with token-level access (:class:`attnlib.models.protocol.TokenModel`):
+            :class:`~attnlib.models.AttentionClassifier`,
+            :class:`~attnlib.models.TransformerClassifier` or
+            :class:`~attnlib.models.PretrainedClassifier`.
+        split: an :class:`attnlib.data.Split` (e.g. ``dataset.test``) or a Batch (for a
+            PretrainedClassifier: its ``encode_texts`` Batch).
         methods: names from :data:`METHODS` (None: every one that applies to the model,
             :func:`methods_for`). Asking for one that does not apply is a ValueError.
         max_instances, seed: the seeded stratified subset of every experiment (the same
@@ -263,7 +265,7 @@ def explain(
         probs = np.zeros((n, model.n_classes))
         for rows, chunk in run.chunk_batches():
             tokens = chunk.tokens
-            words = real_token_mask(tokens)
+            words = word_mask(tokens, model.pad_id)
             with torch.no_grad():
                 probs[rows] = model(tokens).probs.double().cpu().numpy()
             values = {}
@@ -298,7 +300,7 @@ def explain(
         methods=methods,
         scores={m: scores[m] for m in methods},
         ig_delta=delta,
-        settings={"model": getattr(model.config, "name", type(model).__name__),
+        settings={"model": model_name(model),
                   "split": getattr(split, "name", "batch"), "max_instances": max_instances,
                   "seed": run.seed, "ig_steps": ig_steps, "ig_baseline": "zero word embeddings (<PAD>)",
                   "loo": "delete"},

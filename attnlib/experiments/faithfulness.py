@@ -54,8 +54,8 @@ import torch
 from .. import _runs
 from .._checks import check_distribution, check_positive_int
 from .._runs import InstanceResult
-from ..data import PAD, UNK, Split
-from ..models import AttentionClassifier, TransformerClassifier, real_token_mask
+from ..data import Split
+from ..models.protocol import check_token_model, model_name, word_mask
 from .importance import MEASURES, ImportanceResult
 
 __all__ = [
@@ -312,12 +312,7 @@ class FaithfulnessResult(InstanceResult):
 
 
 def _check_model(model):
-    if not isinstance(model, (AttentionClassifier, TransformerClassifier)):
-        raise ValueError(
-            f"model must be an attnlib.models.AttentionClassifier or a TransformerClassifier (deletion runs "
-            f"model(tokens) on shortened token ids), got {type(model).__name__}"
-        )
-    return model
+    return check_token_model(model, "faithfulness (deletion runs model(ids) on shortened token ids)")
 
 
 def _score_table(scores, split_or_batch):
@@ -387,15 +382,16 @@ def _ranks(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return ranks
 
 
-def _reduced_inputs(tokens: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+def _reduced_inputs(tokens: torch.Tensor, keep: torch.Tensor, pad_id: int, unk_id: int) -> torch.Tensor:
     """Token rows with only the kept real tokens, shortened (deletion): (n, T) ids, (n, R, T) bool -> (n R, T) ids.
 
-    <SOS> and <EOS> stay; a row that keeps no real token becomes ``<SOS> <UNK> <EOS>``.
-    Compacted by a stable sort of the kept positions to the front, then PAD after the end.
+    The start and end tokens (<SOS>, <EOS>; [CLS], [SEP]) stay; a row that keeps no real token
+    becomes ``<SOS> <UNK> <EOS>``. Compacted by a stable sort of the kept positions to the
+    front, then ``pad_id`` after the end.
     """
     n, R, T = keep.shape
-    real = real_token_mask(tokens)  # (n, T)
-    frame = (tokens != PAD) & ~real  # <SOS>, <EOS>
+    real = word_mask(tokens, pad_id)  # (n, T)
+    frame = (tokens != pad_id) & ~real  # the start and end tokens
     kept_real = keep & real.unsqueeze(1)
     rows = tokens.unsqueeze(1).expand(n, R, T).reshape(n * R, T)
     kept = (kept_real | frame.unsqueeze(1)).reshape(n * R, T)
@@ -403,16 +399,16 @@ def _reduced_inputs(tokens: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
     at_one = torch.zeros_like(kept)
     at_one[:, 1] = True
     placeholder = at_one & empty.unsqueeze(1)  # position 1 (the first word) becomes <UNK>
-    rows = rows.masked_fill(placeholder, UNK)
+    rows = rows.masked_fill(placeholder, unk_id)
     kept = kept | placeholder
     order = torch.sort((~kept).to(torch.int8), dim=-1, stable=True).indices
     lengths = kept.sum(-1, keepdim=True)
-    return rows.gather(1, order).masked_fill(torch.arange(T, device=rows.device) >= lengths, PAD)
+    return rows.gather(1, order).masked_fill(torch.arange(T, device=rows.device) >= lengths, pad_id)
 
 
 def _probs_of_rows(model, rows: torch.Tensor, max_tokens: int) -> torch.Tensor:
     """``model(rows).probs`` for many rows: sorted by length, in padded batches of at most ``max_tokens`` tokens."""
-    lengths = (rows != PAD).sum(-1)
+    lengths = (rows != model.pad_id).sum(-1)
     order = torch.argsort(lengths, descending=True, stable=True)
     lens = lengths[order].tolist()
     out = None
@@ -490,9 +486,9 @@ def faithfulness(
         reduced = np.empty((N, 2, M, F, C))
         k_all = np.empty((N, F), dtype=np.int64)
         for rows, chunk in run.chunk_batches():
-            tokens = chunk.tokens  # (n, T)
+            tokens = model.token_ids(chunk)  # (n, T), validated by the model
             n, T = tokens.shape
-            mask = real_token_mask(tokens)
+            mask = word_mask(tokens, model.pad_id)
             s = torch.as_tensor(padded[rows, :, :T], device=tokens.device)  # (n, M, T)
             ranks = _ranks(s, mask)  # (n, M, T)
             length = mask.sum(-1).double()  # (n,)
@@ -500,7 +496,7 @@ def faithfulness(
             k = torch.minimum(k.clamp_min(1), length[:, None]).long()  # (n, F)
             top = ranks.unsqueeze(2) < k[:, None, :, None]  # (n, M, F, T): r_f
             keep = torch.stack([~top, top], 1)  # (n, 2, M, F, T): keep the rest / keep r_f
-            rows_in = _reduced_inputs(tokens, keep.reshape(n, R, T))
+            rows_in = _reduced_inputs(tokens, keep.reshape(n, R, T), model.pad_id, model.unk_id)
             p_reduced = _probs_of_rows(model, rows_in, max_tokens)  # (n R, C)
             probs[rows] = model(tokens).probs.double().cpu().numpy()
             reduced[rows] = p_reduced.double().cpu().numpy().reshape(n, 2, M, F, C)
@@ -516,7 +512,7 @@ def faithfulness(
         probs_without=reduced[:, 0],
         probs_rationale=reduced[:, 1],
         target=target,
-        settings={"model": getattr(model.config, "name", type(model).__name__),
+        settings={"model": model_name(model),
                   "split": getattr(split_or_batch, "name", "batch"), "removal": "delete",
                   "max_instances": max_instances, "seed": run.seed},
         **run.instance_fields(probs),

@@ -50,9 +50,9 @@ import torch
 from .. import _runs
 from .._runs import InstanceResult
 from .._checks import check_bool, check_positive_int
-from ..data import EOS, PAD, SOS, UNK, Batch, Split
+from ..data import Split
 from ..metrics import kendall_tau, tvd
-from ..models import AttentionClassifier, Encoded, TransformerClassifier, eval_mode, real_token_mask
+from ..models.protocol import check_token_model, eval_mode, model_name, word_mask
 
 __all__ = [
     "LOO_MODES",
@@ -84,69 +84,31 @@ _IMPORTANCE_BUDGET = 2**24
 # ----------------------------------------------------------------------------- helpers
 
 
-def _check_model(model) -> AttentionClassifier | TransformerClassifier:
-    if not isinstance(model, (AttentionClassifier, TransformerClassifier)):
-        raise ValueError(
-            f"model must be an attnlib.models.AttentionClassifier (e.g. train_model(...).model) or a "
-            f"TransformerClassifier, got {type(model).__name__}"
-        )
-    return model
-
-
-def _is_bilstm(model) -> bool:
-    """J&W's BiLSTM (which gets its own unpacked and incremental leave-one-out paths)."""
-    return isinstance(model, AttentionClassifier) and model.config.encoder == "lstm"
+def _check_model(model):
+    return check_token_model(model, "importance (gradients and leave-one-out)")
 
 
 def _check_detach(model, detach_attention) -> bool:
-    """``detach_attention`` resolved: None is True (J&W) for their classifier, False for the transformer."""
-    transformer = isinstance(model, TransformerClassifier)
+    """``detach_attention`` resolved: None is True (J&W) for a single attention, False for a stack of heads."""
     if detach_attention is None:
-        return not transformer
+        return bool(model.single_attention)
     detach_attention = check_bool(detach_attention, "detach_attention")
-    if detach_attention and transformer:
+    if detach_attention and not model.single_attention:
         raise ValueError(
-            "detach_attention=True detaches J&W's single attention alpha; a TransformerClassifier has an "
+            f"detach_attention=True detaches J&W's single attention alpha; a {type(model).__name__} has an "
             "attention per layer and head and no single one to detach: pass detach_attention=False (or None)"
         )
     return detach_attention
 
 
 def _batch_tokens(model, batch) -> torch.Tensor:
-    """The (B, T) token ids of a Batch or LongTensor, on the model's device, validated."""
-    if isinstance(batch, Batch):
-        tokens = batch.tokens
-    elif isinstance(batch, torch.Tensor):
-        tokens = batch
-    else:
-        raise ValueError(
-            f"batch must be an attnlib.data.Batch (e.g. split.batch(...)) or a LongTensor (B, T) of token ids, "
-            f"got {type(batch).__name__}"
-        )
-    if tokens.ndim != 2 or tokens.dtype != torch.long:
-        raise ValueError(f"token ids must be a LongTensor of shape (B, T), got {tokens.dtype} {tuple(tokens.shape)}")
-    if tokens.shape[0] == 0:
-        raise ValueError("the batch is empty")
-    if bool(((tokens < 0) | (tokens >= model.vocab_size)).any()):
-        raise ValueError(f"token ids must lie in [0, {model.vocab_size}) (the model's vocabulary)")
-    tokens = tokens.to(model.embedding.weight.device)
-    filled = tokens != PAD
-    lengths = filled.sum(-1)
-    rows = torch.arange(tokens.shape[0], device=tokens.device)
-    if (
-        bool((filled[:, 1:] & ~filled[:, :-1]).any())  # padding only at the end
-        or bool((tokens[:, 0] != SOS).any())
-        or bool((tokens[rows, (lengths - 1).clamp_min(0)] != EOS).any())
-    ):
-        raise ValueError("every row must be <SOS> tokens <EOS> followed only by padding (see attnlib.data.collate)")
-    if not bool(real_token_mask(tokens).any(-1).all()):
-        raise ValueError("every instance needs at least one real token between <SOS> and <EOS>")
-    return tokens
+    """The (B, T) token ids of a Batch or LongTensor, on the model's device, validated by the model."""
+    return model.token_ids(batch)
 
 
-def _target_probability(model: AttentionClassifier, probs: torch.Tensor) -> torch.Tensor:
+def _target_probability(model, probs: torch.Tensor) -> torch.Tensor:
     """y-hat per row: P(class 1) for binary models, else the probability of the predicted class."""
-    if model.config.n_classes == 2:
+    if model.n_classes == 2:
         return probs[:, 1]
     return probs.gather(1, probs.detach().argmax(-1, keepdim=True)).squeeze(1)
 
@@ -165,51 +127,24 @@ def _normalise_rows(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 def _gradient(model, tokens: torch.Tensor, detach_attention: bool):
     """(g normalised (B, T), probs (B, C), alpha (B, T)) from ONE forward and ONE backward pass.
 
-    alpha is the model's attention over the real tokens (for the transformer, its [CLS] row
-    renormalised there, see :func:`_transformer_gradient`).
+    Through the token-level protocol: e_t = ``model.embed_tokens(tokens)`` made a leaf, and
+    ``model.forward_embedded`` from it. alpha is the attention the model reports; for a model
+    without a single attention (a transformer's [CLS] row, heads averaged) it is cut to the
+    words and renormalised over them.
     """
-    if isinstance(model, TransformerClassifier):
-        return _transformer_gradient(model, tokens)
     with torch.enable_grad():
-        embedded = model.embedding(tokens).detach().requires_grad_(True)  # e_t, (B, T, E)
-        encoded = model.encode(tokens, embedded=embedded)
-        alpha = model.attend(encoded)
-        probs, _ = model.decode(encoded.hidden, alpha.detach() if detach_attention else alpha)
-        # Instances are independent in eval mode (no batch statistics, no cross-row terms),
-        # so d(sum_b y-hat_b)/d e_{bt} = d y-hat_b / d e_{bt}: one backward for the batch.
-        (grad,) = torch.autograd.grad(_target_probability(model, probs).sum(), embedded)
-    raw = (grad * embedded.detach()).sum(-1).abs()  # |<d y-hat / d e_t, e_t>|, (B, T)
-    return _normalise_rows(raw, encoded.mask), probs.detach(), alpha.detach()
-
-
-def _transformer_gradient(model: TransformerClassifier, tokens: torch.Tensor):
-    """:func:`_gradient` for the transformer: its public forward, with the word embeddings made a leaf.
-
-    A forward hook on ``model.embedding`` hands the rest of the forward pass a detached copy
-    of e_t = E[x_t] (B, T, embed_dim) that requires grad, so autograd stops there (no gradient
-    reaches the parameters) and d y-hat / d e_t is the gradient at that leaf. The attention
-    returned is ``model(tokens).attention``, the last layer's [CLS] row averaged over the
-    heads, cut to the real words and renormalised to sum 1 over them.
-    """
-    leaves = []
-
-    def make_leaf(module, inputs, output):
-        leaves.append(output.detach().requires_grad_(True))
-        return leaves[-1]
-
-    with torch.enable_grad():
-        handle = model.embedding.register_forward_hook(make_leaf)
-        try:
-            out = model(tokens)
-        finally:
-            handle.remove()
-        (embedded,) = leaves
-        # eval mode: rows never mix (keys are masked per sentence, LayerNorm is per token), so one
-        # backward of sum_b y-hat_b gives every instance's own gradient, as for J&W's classifier
+        embedded = model.embed_tokens(tokens).detach().requires_grad_(True)  # e_t, (B, T, E)
+        out = model.forward_embedded(tokens, embedded, detach_attention=detach_attention)
+        # Instances are independent in eval mode (no batch statistics, no cross-row terms: keys are
+        # masked per sentence, LayerNorm is per token), so d(sum_b y-hat_b)/d e_{bt} = d y-hat_b / d e_{bt}:
+        # one backward for the batch.
         (grad,) = torch.autograd.grad(_target_probability(model, out.probs).sum(), embedded)
-    mask = real_token_mask(tokens)
-    raw = (grad * embedded.detach()).sum(-1).abs()
-    return _normalise_rows(raw, mask), out.probs.detach(), _normalise_rows(out.attention.detach(), mask)
+    mask = word_mask(tokens, model.pad_id)
+    raw = (grad * embedded.detach()).sum(-1).abs()  # |<d y-hat / d e_t, e_t>|, (B, T)
+    alpha = out.attention.detach()
+    if not model.single_attention:
+        alpha = _normalise_rows(alpha, mask)
+    return _normalise_rows(raw, mask), out.probs.detach(), alpha
 
 
 def gradient_importance(model, batch, *, detach_attention: bool | None = None) -> torch.Tensor:
@@ -255,54 +190,32 @@ def gradient_importance(model, batch, *, detach_attention: bool | None = None) -
 def _check_loo_args(model, mode, replacement, max_tokens):
     if mode not in LOO_MODES:
         raise ValueError(f"unknown leave-one-out mode {mode!r}; choose one of {', '.join(LOO_MODES)}")
+    if replacement is None:
+        replacement = model.unk_id
     if isinstance(replacement, bool) or not isinstance(replacement, numbers.Integral):
-        raise ValueError(f"replacement must be a token id (an int such as UNK={UNK} or PAD={PAD}), got {replacement!r}")
+        raise ValueError(f"replacement must be a token id (an int such as the model's unk_id {model.unk_id} or "
+                         f"pad_id {model.pad_id}), got {replacement!r}")
     replacement = int(replacement)
-    if not 0 <= replacement < model.vocab_size or replacement in (SOS, EOS):
+    if not 0 <= replacement < model.vocab_size or replacement in model.special_ids:
         raise ValueError(
-            f"replacement must be a token id in [0, {model.vocab_size}) other than <SOS>/<EOS>, got {replacement}"
+            f"replacement must be a token id in [0, {model.vocab_size}) other than the start and end tokens "
+            f"{tuple(model.special_ids)}, got {replacement}"
         )
     check_positive_int(max_tokens, "max_tokens")
     return replacement
 
 
-def _probs_hiding(model: AttentionClassifier, tokens: torch.Tensor, hide: torch.Tensor) -> torch.Tensor:
-    """Output distributions with the positions ``hide`` (B, T) made padding-like in place.
-
-    The hidden positions get PAD's embedding and are excluded from the attention, but the
-    sequence keeps its length (the LSTM still steps over them; the CNN's windows do not
-    shift). This is "replace by PAD"; for the average encoder it equals deletion.
-    """
-    placeholder = tokens.masked_fill(hide, UNK)  # a non-PAD id so lengths and packing are unchanged
-    embedded = model.embedding(tokens.masked_fill(hide, PAD))
-    encoded = model.encode(placeholder, embedded=embedded)
-    encoded = Encoded(hidden=encoded.hidden, mask=encoded.mask & ~hide, embedded=embedded, lengths=encoded.lengths)
-    probs, _ = model.decode(encoded.hidden, model.attend(encoded))
-    return probs
-
-
 def _probs_full_rows(model, rows: torch.Tensor) -> torch.Tensor:
-    """``model(rows).probs``, with the BiLSTM run unpacked (faster on CPU; its rows have no padding).
-
-    Without padding, packing changes nothing in the recurrence, so this is the same
-    function as :meth:`AttentionClassifier.encode` computes (up to float rounding). Every
-    other model (the transformer too) takes padded rows through its public forward.
-    """
-    if not _is_bilstm(model):
-        return model(rows).probs
-    embedded = model.embedding(rows)
-    hidden, _ = model.lstm(embedded)
-    lengths = torch.full((rows.shape[0],), rows.shape[1], dtype=torch.long, device=rows.device)
-    encoded = Encoded(hidden=hidden, mask=real_token_mask(rows), embedded=embedded, lengths=lengths)
-    probs, _ = model.decode(hidden, model.attend(encoded))
-    return probs
+    """``model(rows).probs`` for rows without padding (the model's ``unpadded_probs`` where it has one)."""
+    unpadded = getattr(model, "unpadded_probs", None)
+    return model(rows).probs if unpadded is None else unpadded(rows)
 
 
 def _base_probs(model, tokens: torch.Tensor) -> torch.Tensor:
-    """y-hat(x) for every row of ``tokens`` (for the BiLSTM: rows grouped by length, unpacked)."""
-    if not _is_bilstm(model):
+    """y-hat(x) for every row of ``tokens`` (with ``unpadded_probs``: rows grouped by length, unpadded)."""
+    if getattr(model, "unpadded_probs", None) is None:
         return model(tokens).probs
-    lengths = (tokens != PAD).sum(-1)
+    lengths = (tokens != model.pad_id).sum(-1)
     out = None
     for n in torch.unique(lengths).tolist():
         rows = (lengths == n).nonzero(as_tuple=True)[0]
@@ -311,138 +224,6 @@ def _base_probs(model, tokens: torch.Tensor) -> torch.Tensor:
             out = probs.new_empty(tokens.shape[0], probs.shape[1])
         out[rows] = probs
     return out
-
-
-# ----------------------------------------------------------------------------- BiLSTM deletion
-# Deleting token t leaves the forward LSTM's states before t and the backward LSTM's states
-# after t unchanged. So x_{-t} needs only the forward recurrence from t on (started from the
-# forward state at t - 1) and the backward recurrence from t - 1 down to <SOS> (started from
-# the backward state at t + 1): n - 1 steps of ONE direction instead of 2 (n - 1), and the
-# input projections W_ih x_j are those of x. For a chunk of m sentences padded to n, all
-# deletions t = 1 .. n - 2 are a dense (n - 2, m) grid of rows; step p of the recurrence
-# advances every deletion that has reached position p at once, so the loop runs over
-# positions, never over instances or deletions.
-
-
-def _lstm_direction(model: AttentionClassifier, reverse: bool):
-    """(W_ih^T, b_ih + b_hh, W_hh^T) of one direction of the model's BiLSTM."""
-    suffix = "_reverse" if reverse else ""
-    lstm = model.lstm
-    bias = getattr(lstm, f"bias_ih_l0{suffix}") + getattr(lstm, f"bias_hh_l0{suffix}")
-    return getattr(lstm, f"weight_ih_l0{suffix}").t(), bias, getattr(lstm, f"weight_hh_l0{suffix}").t()
-
-
-def _lstm_step(prev_h: torch.Tensor, w_hh_t: torch.Tensor, gates_x: torch.Tensor, c: torch.Tensor, out_h: torch.Tensor) -> None:
-    """One LSTM step, in place: c (r, m, H) is updated and the new h written to ``out_h``.
-
-    prev_h (r, m, H) and out_h may be strided views (rows of a larger buffer); gates_x
-    (m, 4H) are the input projections W_ih x + b, the same for all r. Gate order i, f, g, o
-    (PyTorch's).
-    """
-    r, m, H = c.shape
-    pre = torch.mm(prev_h.reshape(r * m, H), w_hh_t).view(r, m, 4 * H)
-    pre += gates_x
-    pre[..., : 2 * H].sigmoid_()
-    pre[..., 3 * H :].sigmoid_()
-    g = pre[..., 2 * H : 3 * H].tanh_()
-    c.mul_(pre[..., H : 2 * H]).addcmul_(pre[..., :H], g)
-    torch.tanh(c, out=out_h)
-    out_h.mul_(pre[..., 3 * H :])
-
-
-def _bilstm_states(model: AttentionClassifier, tokens: torch.Tensor):
-    """Input gates and (h, c) of both directions at every position: the encoder run on x.
-
-    Returns ``gates`` (forward, backward), each (B, T, 4H), and ``h_f, c_f, h_b, c_b``,
-    each (B, T, H); the backward recurrence of each row starts at its own <EOS>. Values past
-    a row's end are not meaningful (never read for a real deletion).
-    """
-    B, T = tokens.shape
-    H = model.config.hidden
-    embedded = model.embedding(tokens)  # (B, T, E)
-    lengths = (tokens != PAD).sum(-1, keepdim=True)  # (B, 1)
-    gates, states = [], []
-    for reverse in (False, True):
-        w_ih_t, bias, w_hh_t = _lstm_direction(model, reverse)
-        x = torch.matmul(embedded, w_ih_t) + bias  # (B, T, 4H)
-        h_all, c_all = embedded.new_empty(B, T, H), embedded.new_empty(B, T, H)
-        h, c = embedded.new_zeros(1, B, H), embedded.new_zeros(1, B, H)
-        for p in (range(T - 1, -1, -1) if reverse else range(T)):
-            if reverse:  # a row's backward recurrence starts from 0 at its <EOS>, p = n - 1
-                fresh = (p < lengths - 1).to(h.dtype)
-                h, c = h * fresh, c * fresh
-            _lstm_step(h, w_hh_t, x[:, p], c, h)
-            h_all[:, p], c_all[:, p] = h[0], c[0]
-        gates.append(x)
-        states += [h_all, c_all]
-    return gates, states
-
-
-def _bilstm_deletion_hidden(model, gates, states, n: int) -> torch.Tensor:
-    """Hidden states of x_{-t} for every sentence and every t = 1 .. n - 2, by state reuse.
-
-    ``gates`` and ``states`` are :func:`_bilstm_states` of m sentences, cut to width n.
-    Returns (n - 2, m, n - 1, 2H): deletion t - 1, sentence, position j of x_{-t}. In x_{-t}
-    position j holds x_j for j < t and x_{j + 1} after, so its forward state is h_f[j] for
-    j < t and its backward state h_b[j + 1] for j >= t; the rest is recomputed.
-    """
-    (g_f, g_b), (h_f, c_f, h_b, c_b) = gates, states
-    m, _, H = h_f.shape
-    W, D = n - 1, n - 2
-    # the unchanged halves, for every deletion at once (overwritten below where they change);
-    # built by cat, not empty(): with deterministic algorithms on, torch fills empty() with NaN
-    hidden = torch.cat([h_f[:, :W].expand(D, m, W, H), h_b[:, 1 : W + 1].expand(D, m, W, H)], -1)
-    w_hh_f, w_hh_b = _lstm_direction(model, False)[2], _lstm_direction(model, True)[2]
-    c = torch.zeros_like(hidden[:, :, 0, :H])  # (D, m, H): each row is set when its deletion starts
-    # forward: step p reads x_p and writes position p - 1 of x_{-t}, for t = 1 .. p - 1
-    for p in range(2, n):
-        c[p - 2] = c_f[:, p - 2]  # deletion t = p - 1 starts from x's state at t - 1
-        # the previous state at position p - 2: for t = p - 1 it is h_f[t - 1], left from above
-        _lstm_step(hidden[: p - 1, :, p - 2, :H], w_hh_f, g_f[:, p], c[: p - 1], hidden[: p - 1, :, p - 1, :H])
-    # backward: step p reads x_p and writes position p of x_{-t}, for t = p + 1 .. n - 2
-    for p in range(n - 3, -1, -1):
-        c[p] = c_b[:, p + 2]  # deletion t = p + 1 starts from x's state at t + 1
-        _lstm_step(hidden[p:, :, p + 1, H:], w_hh_b, g_b[:, p], c[p:], hidden[p:, :, p, H:])
-    return hidden
-
-
-def _bilstm_loo(model, tokens, base_probs, max_tokens: int) -> torch.Tensor:
-    """Deletion leave-one-out (B, T) for a BiLSTM model, from the states of x (see above).
-
-    ``base_probs`` (B, C) is y-hat(x); None computes it from the same states.
-
-    Every (deletion, sentence) pair of a chunk is decoded, including the few where t is
-    past the sentence's end (shorter sentences of the chunk); those are not read.
-    """
-    B, T = tokens.shape
-    device = tokens.device
-    gates, states = _bilstm_states(model, tokens)
-    lengths = (tokens != PAD).sum(-1)
-    if base_probs is None:  # y-hat(x) from the same states
-        h_f, _, h_b, _ = states
-        encoded = Encoded(hidden=torch.cat([h_f, h_b], -1) * (tokens != PAD).unsqueeze(-1),
-                          mask=real_token_mask(tokens), embedded=None, lengths=lengths)
-        base_probs, _ = model.decode(encoded.hidden, model.attend(encoded))
-    order = torch.argsort(lengths, descending=True, stable=True).tolist()
-    scores = torch.zeros(B, T, dtype=base_probs.dtype, device=device)
-    start = 0
-    while start < B:  # chunks of sentences, each padded to its longest
-        n = int(lengths[order[start]])
-        m = max(1, min(_MAX_ROWS // (n - 2), max_tokens // ((n - 2) * (n - 1))))
-        rows = torch.as_tensor(order[start : start + m], device=device)
-        m, start = len(rows), start + m
-        hidden = _bilstm_deletion_hidden(model, [g[rows, :n] for g in gates], [s[rows, :n] for s in states], n)
-        hidden = hidden.view((n - 2) * m, n - 1, -1)  # rows (t - 1, sentence), (R, n - 1, 2H)
-        b = rows.repeat(n - 2)
-        t = torch.arange(1, n - 1, device=device).repeat_interleave(m)
-        cols = torch.arange(n - 1, device=device).unsqueeze(0)
-        deleted = tokens[b.unsqueeze(1), (cols + (cols >= t.unsqueeze(1)).long()).clamp_max(T - 1)]  # x_{-t}
-        mask = real_token_mask(deleted) & (cols < (lengths[b] - 1).unsqueeze(1))
-        mask[:, 1] |= ~mask.any(-1)  # t past the end: any distribution will do, it is not read
-        probs, _ = model.decode(hidden, model.attend(Encoded(hidden=hidden, mask=mask, embedded=None, lengths=None)))
-        keep = t <= lengths[b] - 2
-        scores[b[keep], t[keep]] = tvd(base_probs[b[keep]], probs[keep], check=False)
-    return scores * real_token_mask(tokens)
 
 
 def _loo(
@@ -457,29 +238,30 @@ def _loo(
     """Leave-one-out scores (B, T); validated inputs, eval mode, no grad; ``base_probs``: y-hat(x)."""
     device = tokens.device
     B, T = tokens.shape
-    mask = real_token_mask(tokens)
+    mask = word_mask(tokens, model.pad_id)
     n_real = mask.sum(-1)
     delete = mode == "delete"
-    if (delete or replacement == PAD) and bool((n_real < 2).any()):
+    if (delete or replacement == model.pad_id) and bool((n_real < 2).any()):
         bad = int((n_real < 2).sum())
         raise ValueError(
             f"{bad} instance(s) have fewer than 2 real tokens: leaving out their only token leaves nothing "
             f"to attend to. Use mode='replace' with replacement=UNK, or drop them (J&W's data sets keep "
             f"sentences of >= 5 tokens)."
         )
-    if delete and _is_bilstm(model):
-        return _bilstm_loo(model, tokens, base_probs, max_tokens)
+    fast = getattr(model, "deletion_tvd", None) if delete else None
+    if fast is not None:  # J&W's BiLSTM: every deletion from the states of x
+        return fast(tokens, base_probs, max_tokens)
     # One row per (instance b, real position t): row-major, so rows of an instance are contiguous.
     row_b, row_t = mask.nonzero(as_tuple=True)
-    lengths = (tokens != PAD).sum(-1)  # including SOS/EOS
+    lengths = (tokens != model.pad_id).sum(-1)  # including the start and end tokens
     row_len = lengths[row_b] - (1 if delete else 0)
     # Longest rows first: each chunk is padded only to its own longest row, and rows of
     # similar length share a chunk, so padding waste stays small even for mixed batches.
     order = torch.argsort(row_len, descending=True, stable=True)
     row_b, row_t, row_len = row_b[order], row_t[order], row_len[order]
     lens = row_len.tolist()
-    if _is_bilstm(model):
-        # chunks of rows of ONE length: no padding, so the LSTM can run unpacked
+    if getattr(model, "unpadded_probs", None) is not None:
+        # chunks of rows of ONE length: no padding, so (J&W's BiLSTM) runs them unpacked
         group_end = np.append(np.flatnonzero(np.diff(np.asarray(lens))) + 1, len(lens))
     else:  # rows sorted by length: a chunk's rows have similar lengths, little padding
         group_end = np.asarray([len(lens)])
@@ -500,8 +282,9 @@ def _loo(
         else:
             rows = tokens[b, :width]
             hit = cols.unsqueeze(0) == t.unsqueeze(1)
-            if replacement == PAD and isinstance(model, AttentionClassifier):
-                probs = _probs_hiding(model, rows, hit)
+            hiding = getattr(model, "probs_hiding", None) if replacement == model.pad_id else None
+            if hiding is not None:  # J&W's classifier: the position made padding-like in place
+                probs = hiding(rows, hit)
             else:
                 probs = _probs_full_rows(model, rows.masked_fill(hit, replacement))
         scores[b, t] = tvd(base_probs[b], probs, check=False)
@@ -514,7 +297,7 @@ def leave_one_out(
     batch,
     *,
     mode: str = "delete",
-    replacement: int = UNK,
+    replacement: int | None = None,
     max_tokens: int = MAX_TOKENS,
 ) -> torch.Tensor:
     """Leave-one-out importance: how far the output moves when token t is left out (J&W 2019, Alg. 1).
@@ -557,7 +340,7 @@ def leave_one_out(
     replacement = _check_loo_args(model, mode, replacement, max_tokens)
     tokens = _batch_tokens(model, batch)
     with eval_mode(model), torch.no_grad():
-        reuse = mode == "delete" and _is_bilstm(model)  # y-hat(x) comes with the states
+        reuse = mode == "delete" and getattr(model, "deletion_tvd", None) is not None  # y-hat(x) comes with the states
         base = None if reuse else _base_probs(model, tokens)
         return _loo(model, tokens, base, mode=mode, replacement=replacement, max_tokens=max_tokens)
 
@@ -610,11 +393,8 @@ def _pad(arrays, lengths: np.ndarray, fill: float = 0.0, dtype=np.float64) -> np
 
 
 def _importance_cost(model):
-    """cost(T, H): elements per instance of one gradient pass (for the transformer: every layer's T x T heads)."""
-    if isinstance(model, TransformerClassifier):
-        c = model.config
-        return lambda T, H: c.layers * T * (c.ffn_mult * H + c.heads * T)
-    return lambda T, H: T * H
+    """cost(T, H): elements per instance of one gradient pass (the model's ``token_cost``)."""
+    return lambda T, H: model.token_cost(T)
 
 
 def _split_rows(values: np.ndarray, mask: np.ndarray) -> list:
@@ -667,7 +447,7 @@ def importance(
     """
     model = _check_model(model)
     detach_attention = _check_detach(model, detach_attention)
-    _check_loo_args(model, loo_mode, UNK, MAX_TOKENS)
+    _check_loo_args(model, loo_mode, None, MAX_TOKENS)
     if isinstance(split, Split) and len(split.ids) and int(max(int(np.max(ids)) for ids in split.ids)) >= model.vocab_size:
         raise ValueError("the split has token ids outside the model's vocabulary: was it trained on this data set?")
 
@@ -675,15 +455,15 @@ def importance(
                           rows=_IMPORTANCE_ROWS, cost=_importance_cost(model), budget=_IMPORTANCE_BUDGET,
                           min_tokens=2, checked_model=model) as run:
         _runs.warn_excluded(run, f"importance() on {getattr(split, 'name', 'the batch')!r}", stacklevel=4)
-        n, C = len(run), model.config.n_classes
+        n, C = len(run), model.n_classes
         probs = np.zeros((n, C), dtype=np.float64)
         attention, gradient, loo = [None] * n, [None] * n, [None] * n
         for rows, chunk in run.chunk_batches():
             tokens = _batch_tokens(model, chunk.tokens)
             g, p, alpha = _gradient(model, tokens, detach_attention)
             with torch.no_grad():
-                scores = _loo(model, tokens, p, mode=loo_mode, replacement=UNK, max_tokens=MAX_TOKENS)
-            mask = real_token_mask(tokens).cpu().numpy()
+                scores = _loo(model, tokens, p, mode=loo_mode, replacement=model.unk_id, max_tokens=MAX_TOKENS)
+            mask = word_mask(tokens, model.pad_id).cpu().numpy()
             probs[rows] = p.double().cpu().numpy()
             for out, values in ((attention, alpha), (gradient, g), (loo, scores)):
                 for k, row in zip(rows, _split_rows(values.cpu().numpy(), mask)):
@@ -693,7 +473,7 @@ def importance(
         gradient=gradient,
         loo=loo,
         settings={
-            "model": model.config.name,
+            "model": model_name(model),
             "split": getattr(split, "name", "batch"),
             "detach_attention": detach_attention,
             "loo_mode": loo_mode,

@@ -21,6 +21,7 @@ batch, ``Batch.attention``; Wiegreffe & Pinter's diagnostic classifiers).
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 from dataclasses import asdict, dataclass
 
@@ -30,9 +31,9 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from .._checks import check_distribution, check_positive_int
-from ..data import EOS, PAD, SOS
+from ..data import EOS, PAD, SOS, UNK, Batch
 from .interventions import uniform_rows as uniform_attention
-from .protocol import ONLY_SITE, Site, SiteState, class_probabilities, eval_mode
+from .protocol import ONLY_SITE, Site, SiteState, TokenOutput, class_probabilities, eval_mode
 
 __all__ = [
     "ENCODERS",
@@ -42,6 +43,7 @@ __all__ = [
     "Output",
     "AttentionClassifier",
     "real_token_mask",
+    "check_token_ids",
     "masked_softmax",
     "uniform_attention",
     "eval_mode",
@@ -116,6 +118,43 @@ class Output:
 def real_token_mask(tokens: torch.Tensor) -> torch.Tensor:
     """True on real tokens: not padding and not the <SOS>/<EOS> wrappers. (B, T) -> (B, T)."""
     return (tokens != PAD) & (tokens != SOS) & (tokens != EOS)
+
+
+def check_token_ids(batch, vocab_size: int, device) -> torch.Tensor:
+    """The (B, T) ids of a Batch or LongTensor of the book's vocabulary, on ``device``, validated.
+
+    Every row must be ``<SOS> words <EOS>`` followed only by padding, with at least one word,
+    and every id in [0, vocab_size): the token-level protocol's ``token_ids`` for the book's
+    two families (J&W's classifier and the small transformer).
+    """
+    if isinstance(batch, Batch):
+        tokens = batch.tokens
+    elif isinstance(batch, torch.Tensor):
+        tokens = batch
+    else:
+        raise ValueError(
+            f"batch must be an attnlib.data.Batch (e.g. split.batch(...)) or a LongTensor (B, T) of token ids, "
+            f"got {type(batch).__name__}"
+        )
+    if tokens.ndim != 2 or tokens.dtype != torch.long:
+        raise ValueError(f"token ids must be a LongTensor of shape (B, T), got {tokens.dtype} {tuple(tokens.shape)}")
+    if tokens.shape[0] == 0:
+        raise ValueError("the batch is empty")
+    if bool(((tokens < 0) | (tokens >= vocab_size)).any()):
+        raise ValueError(f"token ids must lie in [0, {vocab_size}) (the model's vocabulary)")
+    tokens = tokens.to(device)
+    filled = tokens != PAD
+    lengths = filled.sum(-1)
+    rows = torch.arange(tokens.shape[0], device=tokens.device)
+    if (
+        bool((filled[:, 1:] & ~filled[:, :-1]).any())  # padding only at the end
+        or bool((tokens[:, 0] != SOS).any())
+        or bool((tokens[rows, (lengths - 1).clamp_min(0)] != EOS).any())
+    ):
+        raise ValueError("every row must be <SOS> tokens <EOS> followed only by padding (see attnlib.data.collate)")
+    if not bool(real_token_mask(tokens).any(-1).all()):
+        raise ValueError("every instance needs at least one real token between <SOS> and <EOS>")
+    return tokens
 
 
 def masked_softmax(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -221,6 +260,55 @@ class AttentionClassifier(nn.Module):
     def decode_at(self, state: SiteState, attention: torch.Tensor) -> torch.Tensor:
         """Output probabilities (B, C) or (B, K, C) for attention (B, T) or (B, K, T) at the site (h fixed)."""
         return self.decode(state.inputs.hidden, attention)[0]
+
+    # ------------------------------------------------------------------ token-level access (protocol.TokenModel)
+    pad_id, unk_id, special_ids = PAD, UNK, (SOS, EOS)
+    #: alpha is one attention that decoding reads: J&W's gradient importance may detach it
+    single_attention = True
+
+    def token_ids(self, batch) -> torch.Tensor:
+        """The batch's (B, T) ids on the model's device, validated (:func:`check_token_ids`)."""
+        return check_token_ids(batch, self.vocab_size, self.embedding.weight.device)
+
+    def embed_tokens(self, ids: torch.Tensor) -> torch.Tensor:
+        """The word embeddings e_t (B, T, E) (GloVe rows): where gradients are taken."""
+        return self.embedding(ids)
+
+    def forward_embedded(self, ids: torch.Tensor, embedded: torch.Tensor, *,
+                         detach_attention: bool = False) -> TokenOutput:
+        """Encode the given embeddings, attend, decode; ``detach_attention``: alpha as a constant (J&W)."""
+        encoded = self.encode(ids, embedded=embedded)
+        alpha = self.attend(encoded)
+        probs, _ = self.decode(encoded.hidden, alpha.detach() if detach_attention else alpha)
+        return TokenOutput(probs=probs, attention=alpha)
+
+    def token_cost(self, T: int) -> int:
+        """Elements per instance of a forward and backward pass, padded to T: T x H."""
+        return T * self.hidden_size
+
+    @property
+    def unpadded_probs(self):
+        """For the BiLSTM, rows of one length run unpacked (:func:`.fast_paths.unpadded_probs`); else None."""
+        if self.config.encoder != "lstm":
+            return None
+        from .fast_paths import unpadded_probs
+
+        return functools.partial(unpadded_probs, self)
+
+    @property
+    def deletion_tvd(self):
+        """For the BiLSTM, every single-word deletion from the states of x (:func:`.fast_paths.deletion_tvd`); else None."""
+        if self.config.encoder != "lstm":
+            return None
+        from .fast_paths import deletion_tvd
+
+        return functools.partial(deletion_tvd, self)
+
+    def probs_hiding(self, ids: torch.Tensor, hide: torch.Tensor) -> torch.Tensor:
+        """Output distributions with the positions ``hide`` made padding-like in place ("replace by PAD")."""
+        from .fast_paths import probs_hiding
+
+        return probs_hiding(self, ids, hide)
 
     # ------------------------------------------------------------------ steps
     def attention_parameters(self) -> list[nn.Parameter]:

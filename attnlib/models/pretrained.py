@@ -46,7 +46,7 @@ from .. import portable
 from .._checks import check_positive_int, check_positive_number, check_seed
 from ..data import Batch
 from .heads import Trace, apply_edits, check_edits, flatten_candidates, key_mask_of
-from .protocol import Site, SiteState, class_probabilities, device_of, eval_mode
+from .protocol import Site, SiteState, TokenOutput, class_probabilities, device_of, eval_mode
 from .transformer import TransformerOutput
 
 __all__ = ["minilm_path", "PretrainedClassifierConfig", "PretrainedClassifier", "ATTENTION_IMPLEMENTATION"]
@@ -239,6 +239,8 @@ class PretrainedClassifier(nn.Module):
         # every submodule of layer l -> l: the attention function finds its layer by the module it is given
         self._layer_of = {id(m): index for index, layer in enumerate(layers) for m in layer.modules()}
         self._pad_id = int(tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0)
+        #: True once :meth:`fit_head` has fitted the head (a fresh head is random: attnlib.audit fits it first)
+        self.head_fitted = False
         # transformers loads its models in eval mode; the wrapper starts there too, so that restoring "the
         # caller's mode" after a call never switches the encoder's dropout on (call .train() to fine-tune)
         self.eval()
@@ -435,6 +437,74 @@ class PretrainedClassifier(nn.Module):
         return torch.stack([layer.attention.output.dense.weight.detach().t().reshape(c.heads, c.head_dim, c.d_model)
                             for layer in self.layers]).float()
 
+    # ------------------------------------------------------------------ token-level access (protocol.TokenModel)
+    #: an attention per layer and head, none of them one alpha to detach
+    single_attention = False
+
+    @property
+    def pad_id(self) -> int:
+        return self._pad_id
+
+    @property
+    def unk_id(self) -> int:
+        """The tokenizer's [UNK] (the placeholder of a row left without words)."""
+        unk = self.tokenizer.unk_token_id
+        return int(unk if unk is not None else self._pad_id)
+
+    @property
+    def special_ids(self) -> tuple:
+        """[CLS] and [SEP] (the start and end of every row)."""
+        return tuple(int(i) for i in (self.tokenizer.cls_token_id, self.tokenizer.sep_token_id) if i is not None)
+
+    @property
+    def vocab_size(self) -> int:
+        return int(self.model.config.vocab_size)
+
+    def token_ids(self, batch) -> torch.Tensor:
+        """The batch's (B, T) WordPiece ids on the model's device, validated: ``[CLS] pieces [SEP]``, right-padded."""
+        tokens, key_mask = self._inputs(batch)
+        if bool(((tokens < 0) | (tokens >= self.vocab_size)).any()):
+            raise ValueError(f"token ids must lie in [0, {self.vocab_size}) (the model's vocabulary)")
+        if not torch.equal(key_mask, tokens != self._pad_id):
+            raise ValueError("token ids must be right-padded with the tokenizer's pad id, and hold no pad id inside")
+        lengths = key_mask.sum(-1)
+        cls, sep = self.tokenizer.cls_token_id, self.tokenizer.sep_token_id
+        rows = torch.arange(tokens.shape[0], device=tokens.device)
+        if (cls is not None and bool((tokens[:, 0] != cls).any())) or \
+                (sep is not None and bool((tokens[rows, lengths - 1] != sep).any())):
+            raise ValueError("every row must be [CLS] pieces [SEP] (PretrainedClassifier.encode_texts / batches)")
+        if bool((lengths < 3).any()):
+            raise ValueError("every instance needs at least one piece between [CLS] and [SEP]")
+        return tokens
+
+    def embed_tokens(self, ids: torch.Tensor) -> torch.Tensor:
+        """The word-piece embeddings e_t (B, T, d_model), before the position embeddings and LayerNorm."""
+        return self.model.embeddings.word_embeddings(ids)
+
+    def forward_embedded(self, ids: torch.Tensor, embedded: torch.Tensor, *,
+                         detach_attention: bool = False) -> TokenOutput:
+        """The forward pass from the given piece embeddings; attention: the last layer's [CLS] row, heads averaged.
+
+        (The head reads the mean of the last states, not [CLS]: this row is the attention a
+        reader would look at, as for the book's transformer, not one the output reads alone.)
+        """
+        if detach_attention:
+            raise ValueError("detach_attention=True detaches J&W's single attention alpha; a PretrainedClassifier has "
+                             "an attention per layer and head and no single one to detach")
+        tokens, key_mask = self._inputs(ids)
+        record: dict = {}
+        with self._active(key_mask, record=record):
+            states = self.model(inputs_embeds=embedded, attention_mask=key_mask.long()).last_hidden_state
+        logits = self.decoder(self._pool(states, key_mask))
+        last = record[self.config.layers - 1][0]  # (B, h, T, T)
+        attention = last[:, :, 0, :].mean(1) * key_mask.to(last.dtype)
+        return TokenOutput(probs=self.probabilities(logits), attention=attention)
+
+    def token_cost(self, T: int) -> int:
+        """Elements per instance of a forward and backward pass, padded to T: every layer's FFN and T x T heads."""
+        c = self.config
+        return c.layers * T * (4 * c.d_model + c.heads * T)
+
     # ------------------------------------------------------------------ the protocol
     def site_state(self, batch, site: Site | None = None) -> SiteState:
         """The embeddings and the layers below ``site`` run once; the head's own rows (B, T, T) and the key mask (B, T).
@@ -592,6 +662,7 @@ class PretrainedClassifier(nn.Module):
             accuracy = float((predicted == y).double().mean())
             self.decoder.weight.copy_(W.to(self.decoder.weight))
             self.decoder.bias.copy_(b.to(self.decoder.bias))
+        self.head_fitted = True
         iterations = int(optimizer.state[W].get("n_iter", 0))
         return {"train_accuracy": accuracy, "loss": loss, "n": int(X.shape[0]), "iterations": iterations,
                 "features_seconds": features_seconds, "fit_seconds": time.perf_counter() - started}

@@ -29,6 +29,42 @@ It is an ``nn.Module`` (so ``eval()``/``train()`` and its parameters' device wor
 A family whose site attention has a row per query (a transformer head, (B, T, T)) sets
 ``rows_per_query = True``: the experiments that handle such sites (permutation, the
 adversary) size their memory by it; the others refuse such a site with a clear error.
+
+**Token-level access** (:class:`TokenModel`). Gradients, integrated gradients,
+leave-one-out, ERASER's deletion metrics and every explanation of Chapter 15 act on the
+tokens, not on an attention site: they differentiate with respect to the token embeddings,
+or delete tokens and run the model again::
+
+    ids = model.token_ids(batch)               # (B, T) ids on the model's device, validated
+    e = model.embed_tokens(ids)                # (B, T, E): the token embeddings e_t
+    out = model.forward_embedded(ids, e)       # TokenOutput: probs (B, C), attention (B, T)
+    model(ids).probs                           # any rows, e.g. with tokens deleted
+
+Every family's rows read ``start word ... word end pad ...`` (``<SOS> ... <EOS>``,
+``[CLS] ... [SEP]``): the tokens an explanation scores are positions 1 .. length - 2
+(:func:`word_mask`), so deletion, ranking and scoring are the same code for every family,
+given the family's ``pad_id`` and ``unk_id`` (the placeholder of a row left without words).
+Why this shape: a method needs the embeddings as a leaf it can take gradients at (captum's
+and TransformerLens' ``hook_embed`` are the same point), the forward pass from there, and the
+attention the explanation reports, in one call, so that the gradient and the attention come
+from one pass; forward hooks on a family's embedding module would tie the experiments to
+that module's name. A new family writes, besides the four methods above:
+
+* ``pad_id``, ``unk_id``, ``special_ids`` (the start and end ids, never a replacement) and
+  ``vocab_size``;
+* ``single_attention`` -- True when the attention it reports is one alpha that decoding
+  reads directly (J&W's), which ``forward_embedded(..., detach_attention=True)`` may detach
+  (J&W's gradient importance); False for a stack of layers and heads (then it is refused);
+* ``token_cost(T)`` -- tensor elements one instance padded to T costs in a forward and
+  backward pass (the runner's memory budget).
+
+``forward_embedded``'s ``attention`` is over every position; the experiments cut it to the
+words and renormalise the rows that put weight elsewhere (a transformer's [CLS] row).
+Optional, for speed (without them the generic path gives the same numbers up to float
+rounding): ``unpadded_probs`` (rows of one length run without padding: J&W's BiLSTM runs
+them unpacked), ``deletion_tvd(ids, base_probs, max_tokens)`` (every single-word deletion
+at once: J&W's BiLSTM reuses the states of x) and ``probs_hiding(ids, hide)`` (positions made
+padding-like in place: J&W's "replace by PAD"); each is None or absent where it does not apply.
 """
 from __future__ import annotations
 
@@ -40,7 +76,8 @@ import torch
 from torch import nn
 
 __all__ = ["Site", "ONLY_SITE", "SiteState", "InterventionModel", "check_model", "device_of", "eval_mode",
-           "class_probabilities"]
+           "class_probabilities", "TokenOutput", "TokenModel", "TOKEN_METHODS", "check_token_model", "word_mask",
+           "model_name"]
 
 
 @dataclass(frozen=True)
@@ -142,3 +179,67 @@ def class_probabilities(logits: torch.Tensor, n_classes: int) -> torch.Tensor:
         p = torch.sigmoid(logits)
         return torch.cat([1 - p, p], dim=-1)
     return torch.softmax(logits, dim=-1)
+
+
+# ----------------------------------------------------------------------------- token-level access
+@dataclass
+class TokenOutput:
+    """:meth:`TokenModel.forward_embedded`'s output.
+
+    probs:     (B, C) the output distribution.
+    attention: (B, T) the attention an explanation reports (J&W's alpha; a transformer's
+               last-layer [CLS] row averaged over its heads), over every position, 0 on padding.
+    """
+
+    probs: torch.Tensor
+    attention: torch.Tensor
+
+
+@runtime_checkable
+class TokenModel(Protocol):
+    """Token-level access (see the module docstring)."""
+
+    pad_id: int
+    unk_id: int
+    special_ids: tuple
+    vocab_size: int
+    n_classes: int
+    single_attention: bool
+
+    def token_ids(self, batch) -> torch.Tensor: ...
+
+    def embed_tokens(self, ids: torch.Tensor) -> torch.Tensor: ...
+
+    def forward_embedded(self, ids: torch.Tensor, embedded: torch.Tensor, *,
+                         detach_attention: bool = False) -> TokenOutput: ...
+
+    def token_cost(self, T: int) -> int: ...
+
+
+#: What :func:`check_token_model` asks of a model.
+TOKEN_METHODS = ("pad_id", "unk_id", "special_ids", "vocab_size", "n_classes", "single_attention", "token_ids",
+                 "embed_tokens", "forward_embedded", "token_cost")
+
+
+def check_token_model(model, what: str = "this experiment"):
+    """``model`` if it meets :class:`TokenModel`, else a ValueError naming what it lacks."""
+    missing = [name for name in TOKEN_METHODS if not hasattr(model, name)]
+    if missing or not isinstance(model, nn.Module):
+        raise ValueError(
+            f"{what} needs a model with token-level access (attnlib.models.protocol.TokenModel: "
+            f"AttentionClassifier, TransformerClassifier, PretrainedClassifier, or your family with "
+            f"{', '.join(TOKEN_METHODS)}); {type(model).__name__} lacks {', '.join(missing) or 'nn.Module'}"
+        )
+    return model
+
+
+def word_mask(ids: torch.Tensor, pad_id: int) -> torch.Tensor:
+    """True on the words of ``start word ... word end pad ...`` rows: positions 1 .. length - 2. (B, T) -> (B, T)."""
+    lengths = (ids != pad_id).sum(-1, keepdim=True)
+    pos = torch.arange(ids.shape[-1], device=ids.device)
+    return (pos >= 1) & (pos < lengths - 1)
+
+
+def model_name(model) -> str:
+    """The model's name for a result's settings: its config's ``name``, else its class name."""
+    return getattr(getattr(model, "config", None), "name", None) or type(model).__name__

@@ -25,9 +25,10 @@ import torch
 from torch import nn
 
 from .._checks import check_positive_int, check_positive_number
-from ..data import PAD
+from ..data import EOS, PAD, SOS, UNK
+from .classifier import check_token_ids
 from .heads import Trace, apply_edits, check_edits, flatten_candidates
-from .protocol import Site, SiteState, class_probabilities
+from .protocol import Site, SiteState, TokenOutput, class_probabilities
 
 __all__ = ["TransformerConfig", "TransformerOutput", "TransformerClassifier"]
 
@@ -231,14 +232,50 @@ class TransformerClassifier(nn.Module):
             raise ValueError("every instance must be wrapped as <SOS> ... <EOS>")
         return tokens.to(self.embedding.weight.device)
 
-    def embed(self, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Input states (B, T, d) and the key mask (B, T) of the real positions."""
+    def embed(self, tokens: torch.Tensor, embedded: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Input states (B, T, d) and the key mask (B, T) of the real positions.
+
+        ``embedded``: the word embeddings (B, T, embed_dim) to use instead of looking the
+        tokens up (gradients and integrated gradients take them as their input).
+        """
         key_mask = tokens != PAD
         if not bool(key_mask[:, 0].all()):
             raise ValueError("empty instance: every row needs at least <SOS> <EOS>")
         pos = torch.arange(tokens.shape[1], device=tokens.device)
-        x = self.embed_norm(self.project(self.embedding(tokens)) + self.positions(pos)[None])
+        words = self.embedding(tokens) if embedded is None else embedded
+        x = self.embed_norm(self.project(words) + self.positions(pos)[None])
         return self.drop(x), key_mask
+
+    # ------------------------------------------------------------------ token-level access (protocol.TokenModel)
+    pad_id, unk_id, special_ids = PAD, UNK, (SOS, EOS)
+    #: an attention per layer and head, none of them one alpha to detach
+    single_attention = False
+
+    def token_ids(self, batch) -> torch.Tensor:
+        """The batch's (B, T) ids on the model's device, validated (as J&W's classifier's)."""
+        return check_token_ids(batch, self.vocab_size, self.embedding.weight.device)
+
+    def embed_tokens(self, ids: torch.Tensor) -> torch.Tensor:
+        """The word embeddings e_t (B, T, embed_dim), before the projection and the positions."""
+        return self.embedding(ids)
+
+    def forward_embedded(self, ids: torch.Tensor, embedded: torch.Tensor, *,
+                         detach_attention: bool = False) -> TokenOutput:
+        """The forward pass from the given word embeddings; attention: the last layer's [CLS] row, heads averaged."""
+        if detach_attention:
+            raise ValueError(
+                "detach_attention=True detaches J&W's single attention alpha; a TransformerClassifier has an "
+                "attention per layer and head and no single one to detach: pass detach_attention=False (or None)"
+            )
+        tokens = self._tokens(ids)
+        h, key_mask = self.embed(tokens, embedded)
+        logits, cls_row = self._top(h, key_mask, 0, {}, {})
+        return TokenOutput(probs=self.probabilities(logits), attention=cls_row.mean(1))
+
+    def token_cost(self, T: int) -> int:
+        """Elements per instance of a forward and backward pass, padded to T: every layer's FFN and T x T heads."""
+        c = self.config
+        return c.layers * T * (c.ffn_mult * self.hidden_size + c.heads * T)
 
     def probabilities(self, logits: torch.Tensor) -> torch.Tensor:
         """Class distribution from logits: [1 - sigmoid, sigmoid] for binary, softmax otherwise."""

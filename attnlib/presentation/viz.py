@@ -44,6 +44,7 @@ __all__ = [
     "plot_pruning_curve",
     "plot_adversarial_keys",
     "plot_explanation_mass",
+    "plot_audit",
 ]
 
 ATTENTION_CMAP = "Oranges"
@@ -994,5 +995,52 @@ def plot_layer_correlations(table, *, measures: dict | None = None, title: str |
     axes[0][-1].legend(fontsize=8, loc="lower right")
     if title:
         fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+def plot_audit(report, *, title: str | None = None):
+    """The figure of an attention audit (:func:`attnlib.experiments.audit.audit`).
+
+    Top: per head (layer x head), J&W's median TVD of the output when the head's attention is
+    permuted, and (transformers) the share of sentences whose head has a null space. Bottom:
+    every explanation's ERASER AOPC comprehensiveness (higher is better) and sufficiency
+    (lower is better), means with 95% bootstrap intervals, best first.
+    """
+    tables = getattr(report, "tables", None)
+    if not isinstance(tables, dict) or "permutation" not in tables or "faithfulness" not in tables:
+        raise ValueError("report must be an AuditReport (attnlib.experiments.audit.audit)")
+    grids = {"median TVD under permutation": tables["permutation"]["median TVD"]}
+    if "identifiability" in tables:
+        grids["share of sentences with a null space"] = tables["identifiability"]["null space (share)"]
+    faith = tables["faithfulness"]
+    fig = plt.figure(figsize=(6.8, 2.6 + 0.22 * len(faith) + 0.9))
+    grid = fig.add_gridspec(2, 2, height_ratios=[2.6, 0.22 * len(faith) + 0.9])
+    for k, (name, series) in enumerate(grids.items()):
+        ax = fig.add_subplot(grid[0, k] if len(grids) > 1 else grid[0, :])
+        m = series.unstack("head").to_numpy(dtype=float)
+        im = ax.imshow(m, cmap=ATTENTION_CMAP, vmin=0, vmax=max(float(np.nanmax(m)), 1e-9), aspect="auto")
+        ax.set_xticks(range(m.shape[1]), [str(h + 1) for h in range(m.shape[1])], fontsize=8)
+        ax.set_yticks(range(m.shape[0]), [str(layer + 1) for layer in range(m.shape[0])], fontsize=8)
+        ax.set_xlabel("head", fontsize=9)
+        ax.set_ylabel("layer", fontsize=9)
+        bar = fig.colorbar(im, ax=ax, fraction=0.05, pad=0.03)
+        bar.set_label(name, fontsize=8)
+        bar.ax.tick_params(labelsize=8)
+    for k, (metric, better) in enumerate((("comprehensiveness", "higher"), ("sufficiency", "lower"))):
+        ax = fig.add_subplot(grid[1, k])
+        order = faith.sort_values(metric, ascending=better == "lower")
+        y = np.arange(len(order))[::-1]
+        mean = order[metric].to_numpy(dtype=float)
+        err = np.vstack([mean - order[f"{metric} low"].to_numpy(dtype=float),
+                         order[f"{metric} high"].to_numpy(dtype=float) - mean])
+        ax.errorbar(mean, y, xerr=err, fmt="o", ms=4, color="#1f77b4", ecolor="#1f77b4", capsize=2, lw=1)
+        ax.set_yticks(y, [f"{m} ({r})" for m, r in zip(order.index, order[f"{metric} rank"])], fontsize=8)
+        ax.set_xlabel(f"AOPC {metric}\n({better} is better)", fontsize=9)
+        ax.tick_params(axis="x", labelsize=8)
+        ax.grid(axis="x", alpha=0.3)
+        ax.spines[["top", "right"]].set_visible(False)
+    if title:
+        fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return fig

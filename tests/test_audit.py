@@ -1,0 +1,92 @@
+"""attnlib.audit: the book's battery on your own model and texts, in one call (a tiny random BERT, a 30-row CSV)."""
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+pytest.importorskip("transformers")
+pytest.importorskip("captum")
+
+from attnlib import viz  # noqa: E402
+from attnlib.audit import AuditReport, audit  # noqa: E402
+from attnlib.data import load_texts  # noqa: E402
+from attnlib.explanations import METHODS  # noqa: E402
+from attnlib.models import PretrainedClassifier  # noqa: E402
+
+POSITIVE = ["good", "fun", "film", "story", "short", "very", "a"]
+NEGATIVE = ["bad", "boring", "movie", "plot", "long", "not", "the"]
+
+
+@pytest.fixture(scope="module")
+def reviews_csv(tmp_path_factory):
+    """30 reviews, half of words from POSITIVE (label "great"), half from NEGATIVE ("other")."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for i in range(30):
+        words = POSITIVE if i % 2 else NEGATIVE
+        rows.append({"review": " ".join(rng.choice(words, size=3 + i % 4)), "score": "great" if i % 2 else "other"})
+    path = tmp_path_factory.mktemp("audit") / "reviews.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+def _check_intervals(table, metric):
+    assert (table[f"{metric} low"] <= table[metric] + 1e-12).all() and (table[metric] <= table[f"{metric} high"] + 1e-12).all()
+
+
+def test_audit_of_a_checkpoint_on_a_csv(tiny_bert_checkpoint, reviews_csv):
+    ds = load_texts(reviews_csv, text="review", label="score")  # the splits the audit uses
+    n_test, n_train = len(ds.test), len(ds.train)
+    with pytest.warns(UserWarning, match=f"only {n_test} instances"):
+        report = audit(str(tiny_bert_checkpoint), reviews_csv, text="review", label="score", n_permutations=5,
+                       ig_steps=4, progress=False)
+    assert isinstance(report, AuditReport) and report.n_instances == n_test  # load_texts' test split
+    assert list(report.tables) == ["summary", "identifiability", "permutation", "faithfulness"]
+    assert any(f"head was fitted on {n_train} training texts" in n for n in report.notes)
+    assert any(n.startswith("plausibility") for n in report.notes)
+    ident = report.tables["identifiability"]
+    assert len(ident) == 4 and ident["null space (share)"].between(0, 1).all()  # 2 layers x 2 heads
+    perm = report.tables["permutation"]
+    assert len(perm) == 4 and (perm["low"] <= perm["median TVD"] + 1e-12).all()
+    assert perm["flipped (share)"].between(0, 1).all()
+    faith = report.tables["faithfulness"]
+    assert list(faith.index) == list(METHODS)  # rollout, flow and effective attention apply to a BERT
+    for metric in ("comprehensiveness", "sufficiency"):
+        _check_intervals(faith, metric)
+        assert faith[f"{metric} rank"].str.fullmatch(r"\d+=?").all()
+    summary = report.tables["summary"]
+    assert summary.loc["accuracy", "n"] == n_test and 0 <= summary.loc["accuracy", "mean"] <= 1
+    fig = viz.plot_audit(report, title="tiny BERT")
+    labels = [ax.get_ylabel() for ax in fig.axes]
+    assert "median TVD under permutation" in labels and "share of sentences with a null space" in labels
+    matplotlib.pyplot.close(fig)
+
+
+def test_audit_of_a_book_model_on_its_split_reports_plausibility(tiny_model, tiny_dataset):
+    model = tiny_model("average", "tanh", epochs=3)
+    report = audit(model, tiny_dataset.test, max_instances=20, n_permutations=5, ig_steps=4, progress=False)
+    assert list(report.tables) == ["summary", "permutation", "faithfulness", "plausibility"]
+    assert any(n.startswith("identifiability") for n in report.notes)  # one layer, no heads to trace
+    assert len(report.tables["permutation"]) == 1  # J&W's one site
+    plaus = report.tables["plausibility"]
+    assert set(plaus.index) == {"attention", "gradient × input", "integrated gradients", "leave-one-out", "random"}
+    _check_intervals(plaus, "average precision")
+    # the trained model finds the markers: attention beats a random ranking beyond noise
+    assert plaus.loc["attention", "average precision low"] > plaus.loc["random", "average precision high"]
+
+
+def test_audit_errors_say_what_to_do(tiny_model, tiny_dataset, reviews_csv, tiny_bert_checkpoint):
+    model = tiny_model("average", "tanh", epochs=3)
+    with pytest.raises(ValueError, match="reads its own vocabulary"):
+        audit(model, reviews_csv, text="review", label="score")
+    clf = PretrainedClassifier(tiny_bert_checkpoint)
+    batch = clf.encode_texts(["the movie is good", "a boring plot"], [1, 0])
+    with pytest.raises(ValueError, match="no training split"):
+        audit(clf, batch, fit_head=True)
+    with pytest.raises(ValueError, match="token-level access"):
+        audit(object(), batch)
+    with pytest.raises(ValueError, match="n_permutations"):
+        audit(clf, batch, n_permutations=0)

@@ -15,9 +15,26 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field, replace
 
-__all__ = ["Profile", "PROFILES", "get_profile", "ENV_VAR"]
+__all__ = ["Profile", "AuditSizes", "PROFILES", "get_profile", "ENV_VAR"]
 
 ENV_VAR = "ATTNLIB_PROFILE"
+
+
+@dataclass(frozen=True)
+class AuditSizes:
+    """Chapter 16's sizes: the audit of MiniLM on a reader's texts.
+
+    A profile's settings for one chapter as one section (``P.audit.instances``), so that a new
+    chapter adds one field to :class:`Profile`, not one per number.
+    """
+
+    #: rt-polarity reviews written to the reader's CSV (80% train the head, 10% are audited)
+    texts: int = 600
+    #: audited test reviews (a seeded stratified subset; None: the whole test split)
+    instances: int | None = 24
+    #: permutations per review and head, and the reviews they run on (None: every audited one)
+    permutations: int = 5
+    permutation_instances: int | None = 12
 
 
 @dataclass(frozen=True)
@@ -92,6 +109,8 @@ class Profile:
     capstone_instances: int | None = None
     capstone_synthetic_train: int | None = None
     capstone_deception_instances: int | None = None
+    #: Chapter 16: the audit's sizes
+    audit: AuditSizes = field(default_factory=AuditSizes)
     description: str = ""
 
     def dataset_kwargs(self, name: str) -> dict:
@@ -188,6 +207,7 @@ PROFILES: dict[str, Profile] = {
                            "synthetic-long": ("average",)},
         # all of IMDB's reviews through MiniLM, cropped; the probes see 3,000 training sentences
         probe_train_sentences=3000,
+        audit=AuditSizes(texts=8000, instances=None, permutations=100, permutation_instances=None),
         description="Jain & Wallace's sizes: full data, full test splits (GPU recommended)",
     ),
 }

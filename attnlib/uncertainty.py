@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Interval", "Comparison", "RankedTable", "bootstrap", "compare", "rank", "rank_columns", "seed_interval",
+__all__ = ["Interval", "Comparison", "RankedTable", "bootstrap", "compare", "rank", "ranks_from_wins", "rank_columns", "seed_interval",
            "LEVEL", "RESAMPLES", "WITHIN_NOISE"]
 
 #: the confidence level of every interval in the book
@@ -232,6 +232,18 @@ def compare(a, b, *, paired: bool, level: float = LEVEL, resamples: int = RESAMP
                       paired=False)
 
 
+def ranks_from_wins(wins) -> np.ndarray:
+    """Ranks with ties from who beats whom: ``wins`` (M, M) bool, ``wins[i, j]`` when method i is
+    better than method j beyond noise. A method's rank is 1 + the number of methods that beat it,
+    so methods nobody beats share rank 1. Returns (M,) int."""
+    wins = np.asarray(wins)
+    if wins.ndim != 2 or wins.shape[0] != wins.shape[1] or wins.dtype != bool:
+        raise ValueError(f"wins must be a square bool array (M, M), got {wins.dtype} of shape {wins.shape}")
+    if (wins & wins.T).any() or wins.diagonal().any():
+        raise ValueError("wins must not say that two methods beat each other, or that a method beats itself")
+    return 1 + wins.sum(axis=0)
+
+
 def rank(scores: dict, *, higher_is_better: bool = True, level: float = LEVEL, resamples: int = RESAMPLES,
          seed: int = 0):
     """Rank methods scored on the same instances, with ties where noise cannot order them.
@@ -259,16 +271,17 @@ def rank(scores: dict, *, higher_is_better: bool = True, level: float = LEVEL, r
     pairs = [(i, j) for i in range(k) for j in range(i + 1, k)]
     diffs = np.stack([table[:, i] - table[:, j] for i, j in pairs], axis=1) if pairs else np.empty((len(table), 0))
     intervals = bootstrap(np.concatenate([table, diffs], axis=1), level=level, resamples=resamples, seed=seed)
-    beaten_by = np.zeros(k, dtype=int)
+    wins = np.zeros((k, k), dtype=bool)  # wins[i, j]: method i is better than method j beyond noise
     for (i, j), d in zip(pairs, intervals[k:]):  # d: mean_i - mean_j
         above, below = d.low > 0, d.high < 0
         if above if higher_is_better else below:
-            beaten_by[j] += 1
+            wins[i, j] = True
         elif below if higher_is_better else above:
-            beaten_by[i] += 1
+            wins[j, i] = True
     own = intervals[:k]
     frame = pd.DataFrame({"mean": [iv.estimate for iv in own], "low": [iv.low for iv in own],
-                          "high": [iv.high for iv in own], "rank": 1 + beaten_by}, index=pd.Index(names, name="method"))
+                          "high": [iv.high for iv in own], "rank": ranks_from_wins(wins)},
+                         index=pd.Index(names, name="method"))
     frame["tied"] = frame["rank"].map(frame["rank"].value_counts()) > 1
     return frame.sort_values(["rank", "mean"], ascending=[True, not higher_is_better])
 

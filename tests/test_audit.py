@@ -59,9 +59,15 @@ def test_audit_of_a_checkpoint_on_a_csv(tiny_bert_checkpoint, reviews_csv):
         assert faith[f"{metric} rank"].str.fullmatch(r"\d+=?").all()
     summary = report.tables["summary"]
     assert summary.loc["accuracy", "n"] == n_test and 0 <= summary.loc["accuracy", "mean"] <= 1
+    shown = report.readable("faithfulness")
+    assert list(shown.columns) == ["comprehensiveness (higher is better)", "sufficiency (lower is better)"]
+    assert shown.iloc[0, 0].count("[") == 1 and shown.iloc[0, 0].endswith(")")
+    assert report.readable("summary").columns[0] == "mean [95% interval]"
+    with pytest.raises(ValueError, match="no table"):
+        report.readable("plausibility")
     fig = viz.plot_audit(report, title="tiny BERT")
     labels = [ax.get_ylabel() for ax in fig.axes]
-    assert "median TVD under permutation" in labels and "share of sentences with a null space" in labels
+    assert "median TVD under permutation" in labels and "raw vs effective attention (mean r)" in labels
     matplotlib.pyplot.close(fig)
 
 

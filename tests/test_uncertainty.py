@@ -157,3 +157,16 @@ def test_rank_columns_ranks_each_column_on_its_own_and_marks_ties():
     assert cells.loc["random", "suff"].endswith("(1)")
     with pytest.raises(ValueError, match="no direction"):
         U.rank_columns(columns, {"AP": True})
+
+
+def test_ranks_from_wins_counts_who_beats_each_method():
+    from attnlib.uncertainty import ranks_from_wins
+
+    wins = np.zeros((4, 4), dtype=bool)
+    wins[0, 2] = wins[1, 2] = wins[0, 3] = wins[1, 3] = wins[2, 3] = True  # 0 and 1 tie on top
+    assert ranks_from_wins(wins).tolist() == [1, 1, 3, 4]
+    assert ranks_from_wins(np.zeros((3, 3), dtype=bool)).tolist() == [1, 1, 1]
+    with pytest.raises(ValueError, match="beat each other"):
+        ranks_from_wins(wins | wins.T)
+    with pytest.raises(ValueError, match="square bool"):
+        ranks_from_wins(np.zeros((2, 3), dtype=bool))

@@ -99,7 +99,15 @@ def main(argv: list[str]) -> int:
         i = argv.index("--jobs")
         jobs = int(argv[i + 1])
         argv = argv[:i] + argv[i + 2:]
-    paths = [Path(p).resolve() for p in argv if p != "--reuse-cache"] or sorted((ROOT / "chapters").glob("[0-9]*.ipynb"))
+    args = [p for p in argv if p != "--reuse-cache"]
+    unknown = [a for a in args if a.startswith("-")]
+    missing = [a for a in args if not a.startswith("-") and not (Path(a).is_file() and a.endswith(".ipynb"))]
+    if unknown or missing:
+        print("\n\n".join(__doc__.split("\n\n")[:2]), file=sys.stderr)
+        print(f"execute_chapters: {'unknown option ' + ', '.join(unknown) if unknown else 'no such notebook: ' + ', '.join(missing)}",
+              file=sys.stderr)
+        return 2
+    paths = [Path(p).resolve() for p in args] or sorted((ROOT / "chapters").glob("[0-9]*.ipynb"))
     with tempfile.TemporaryDirectory(prefix="attnlib-cache-") as fresh:
         if not reuse:
             os.environ["ATTNLIB_CACHE_DIR"] = fresh  # the kernels inherit it

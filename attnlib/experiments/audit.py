@@ -16,7 +16,8 @@ stratified subset of the test split):
 =================  ==========================================================================
 table              what it holds
 =================  ==========================================================================
-``summary``        accuracy, and one line per check, each with its 95% bootstrap interval
+``summary``        accuracy, and one line per check, each with its 95% bootstrap interval (over
+                   the instances for accuracy; over the heads for a mean over heads)
 ``identifiability`` per head: the share of sentences whose head has a null space (Brunner
                    et al.: other attention rows give the same output), the mean null-space
                    dimension, and how far effective attention departs from raw attention
@@ -84,6 +85,33 @@ class AuditReport:
     faithfulness_result: object = None
     permutation: dict = field(default_factory=dict)
 
+    def readable(self, name: str, digits: int = 3) -> pd.DataFrame:
+        """Table ``name`` for reading: "mean [low, high]" cells (ranked tables add the rank, "=" a tie
+        within noise), values rounded to ``digits``, "n/a" for a missing value."""
+        if name not in self.tables:
+            raise ValueError(f"no table {name!r}; the report has {', '.join(self.tables)}")
+        table = self.tables[name]
+
+        def cell(mean, low, high, rank=None):
+            if not np.isfinite(mean):
+                return "n/a"
+            out = f"{mean:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
+            return out + (f" ({rank})" if rank is not None else "")
+
+        if name in ("faithfulness", "plausibility"):
+            metrics = [c for c in table.columns if f"{c} low" in table.columns]
+            direction = {"sufficiency": "lower"}
+            return pd.DataFrame({f"{m} ({direction.get(m, 'higher')} is better)": [
+                cell(r[m], r[f"{m} low"], r[f"{m} high"], r[f"{m} rank"]) for _, r in table.iterrows()]
+                for m in metrics}, index=table.index)
+        if name in ("summary", "permutation"):
+            value = "mean" if name == "summary" else "median TVD"
+            out = pd.DataFrame({f"{value} [95% interval]": [cell(r[value], r["low"], r["high"])
+                                                           for _, r in table.iterrows()]}, index=table.index)
+            rest = table.drop(columns=[value, "low", "high"])
+            return out.join(rest.round(digits) if name == "permutation" else rest)
+        return table.round(digits).fillna("n/a")
+
     def __repr__(self) -> str:
         return (f"AuditReport({self.model}, {self.n_instances} instances; tables: {', '.join(self.tables)}"
                 + (f"; {len(self.notes)} note(s)" if self.notes else "") + ")")
@@ -110,7 +138,7 @@ def _texts(split: Split) -> list[str]:
     return [" ".join(tokens) for tokens in split.tokens]
 
 
-def _resolve_data(model, data, *, text, label, name, seed, fit_head, notes):
+def _resolve_data(model, data, *, text, label, name, seed, notes):
     """(what the experiments run on, its rationales or None, the training texts and labels or None)."""
     pretrained = _is_pretrained(model)
     if isinstance(data, Batch):
@@ -132,10 +160,8 @@ def _resolve_data(model, data, *, text, label, name, seed, fit_head, notes):
     if data.rationales is not None:
         notes.append("plausibility: the rationales mark the book's tokens, not the model's word pieces: left out")
     fit = (train.labels.tolist(), _texts(train)) if train is not None else None
-    batch = model.encode_texts(_texts(data), data.labels, max_tokens=model.config.max_length)
-    batch = Batch(tokens=batch.tokens, lengths=batch.lengths, mask=batch.mask, labels=batch.labels,
-                  index=torch.arange(len(data)))
-    return batch, None, fit
+    # index: the positions in the audited split (encode_texts numbers the texts 0 .. n - 1)
+    return model.encode_texts(_texts(data), data.labels, max_tokens=model.config.max_length), None, fit
 
 
 # ----------------------------------------------------------------------------- the checks
@@ -213,6 +239,7 @@ def audit(
     name: str | None = None,
     max_instances: int | None = 64,
     n_permutations: int = 20,
+    permutation_instances: int | None = None,
     seed: int = 0,
     ig_steps: int = 16,
     methods=None,
@@ -230,6 +257,9 @@ def audit(
             :class:`~attnlib.data.Split`, or a Batch the model reads.
         max_instances: the audited instances, a seeded stratified subset (None: all).
         n_permutations: permutations per instance and head (J&W: 100).
+        permutation_instances: permute on a seeded stratified subset of this many of the audited
+            instances (None: all of them): every head of a pretrained model is a pass through the
+            layers above it per instance and permutation, the audit's slowest step.
         seed: the subset, the permutations, the random ranking and the bootstrap.
         ig_steps: integrated gradients' steps. methods: the explanations (None: all that apply).
         fit_head: fit a PretrainedClassifier's head on the training split first (None: when it
@@ -239,13 +269,15 @@ def audit(
     notes: list = []
     seed = check_seed(seed)
     n_permutations = check_positive_int(n_permutations, "n_permutations")
+    if permutation_instances is not None:
+        permutation_instances = check_positive_int(permutation_instances, "permutation_instances")
     if max_instances is not None:
         max_instances = check_positive_int(max_instances, "max_instances")
     if fit_head not in (None, True, False):
         raise ValueError(f"fit_head must be None, True or False, got {fit_head!r}")
     model = _resolve_model(model)
     source, rationales, train = _resolve_data(model, data, text=text, label=label, name=name, seed=seed,
-                                              fit_head=fit_head, notes=notes)
+                                              notes=notes)
     if _is_pretrained(model):
         fitted = bool(getattr(model, "head_fitted", False))
         want = (not fitted) if fit_head is None else fit_head
@@ -272,15 +304,13 @@ def audit(
         ident = _identifiability(model, batch, notes)
     if ident is not None:
         tables["identifiability"] = ident
-        share = ident["null space (share)"].to_numpy()
-        summary.append({"check": "heads with a null space (share of sentences, mean over heads)",
-                        "mean": float(share.mean()), "low": float(share.min()), "high": float(share.max()),
-                        "n": len(share)})
-    perm, per_site = _permutation(model, batch, n_permutations, seed, None, progress)
+        share = ident["null space (share)"].to_numpy(dtype=float)
+        summary.append({"check": "sentences whose head has a null space (share; mean over heads)",
+                        **_interval_columns(share, seed), "n": len(share)})
+    perm, per_site = _permutation(model, batch, n_permutations, seed, permutation_instances, progress)
     tables["permutation"] = perm
-    summary.append({"check": "permutation: median TVD (mean over heads; low/high: the least and most sensitive head)",
-                    "mean": float(perm["median TVD"].mean()), "low": float(perm["median TVD"].min()),
-                    "high": float(perm["median TVD"].max()), "n": len(perm)})
+    summary.append({"check": "output change when a head is permuted (median TVD; mean over heads)",
+                    **_interval_columns(perm["median TVD"].to_numpy(dtype=float), seed), "n": len(perm)})
     aopc = {m: {"comprehensiveness": faith.aopc("comprehensiveness")[:, j],
                 "sufficiency": faith.aopc("sufficiency")[:, j]} for j, m in enumerate(faith.measures)}
     tables["faithfulness"] = _ranked(
@@ -301,7 +331,8 @@ def audit(
         warnings.warn(f"audit: only {len(result)} instances: the intervals are wide", stacklevel=2)
     return AuditReport(
         model=model_name(model), n_instances=len(result), tables=tables, notes=notes,
-        settings={"max_instances": max_instances, "n_permutations": n_permutations, "seed": seed,
+        settings={"max_instances": max_instances, "n_permutations": n_permutations,
+                  "permutation_instances": permutation_instances, "seed": seed,
                   "ig_steps": ig_steps, "methods": result.methods},
         explanations=result, faithfulness_result=faith, permutation=per_site)
 

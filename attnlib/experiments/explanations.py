@@ -87,6 +87,9 @@ _STREAM_RANDOM = 15  # the random ranking's stream of attnlib._runs.instance_uni
 _ROWS = 64
 _BUDGET = 2**24
 _IG_TOKENS = 2**13  # interpolated rows x tokens per forward pass of integrated gradients
+# ... and at most this many elements (rows x the model's token_cost): a pretrained model's layers are
+# wider than the book's, and 2**13 of its tokens with gradients took 0.9 GB (MiniLM)
+_IG_BUDGET = 2**25
 
 
 def _check_model(model):
@@ -162,6 +165,11 @@ def _rows_over_words(values: torch.Tensor, words: torch.Tensor, normalise: bool)
     return np.split(flat, np.cumsum(lengths)[:-1])
 
 
+def _ig_rows(model, T: int) -> int:
+    """Interpolated rows per forward pass: 2**13 tokens, fewer where the model's cost would pass the budget."""
+    return max(1, min(_IG_TOKENS // T, _IG_BUDGET // max(1, model.token_cost(T))))
+
+
 def integrated_gradients(model, tokens: torch.Tensor, *, steps: int = IG_STEPS, target=None):
     """Integrated gradients of every token, (attributions (B, T), convergence delta (B,)).
 
@@ -196,7 +204,7 @@ def integrated_gradients(model, tokens: torch.Tensor, *, steps: int = IG_STEPS, 
     with torch.enable_grad():
         attr, delta = IntegratedGradients(forward).attribute(
             embedded, baselines=baseline, target=target, additional_forward_args=(tokens,), n_steps=steps,
-            internal_batch_size=max(1, _IG_TOKENS // tokens.shape[1]), return_convergence_delta=True)
+            internal_batch_size=_ig_rows(model, tokens.shape[1]), return_convergence_delta=True)
     return attr.sum(-1).detach().masked_fill(~words, 0.0), delta.detach().abs()
 
 

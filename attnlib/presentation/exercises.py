@@ -68,6 +68,8 @@ __all__ = [
     "check_rollout",
     "check_erasure_one_instance",
     "check_aopc",
+    "check_null_space_share",
+    "check_ranks_with_ties",
 ]
 
 
@@ -914,6 +916,52 @@ def _spec_aopc() -> Spec:
     cases = [(np.array([0.05, 0.12, 0.2, 0.31, 0.4]),), (rng.normal(0.2, 0.2, (6, 5)),),
              (rng.random((4, 3, 5)),), (np.array([[0.3, -0.1, 0.2, 0.0, 0.5]]),)]
     return Spec("AOPC", cases, aopc, atol=1e-12)
+
+
+def _spec_null_space_share() -> Spec:
+    """Exercise: the share of sentences whose head has a left null space, from their lengths alone (Chapter 16).
+
+    ``fn(lengths, d_v) -> share``: ``lengths`` (N,) tokens per sentence, [CLS] and [SEP]
+    included. A head's T = V W^O has n rows and rank at most d_v (exactly min(n, d_v) for
+    weights in general position), so a sentence has a null space when n > d_v. The reference
+    ranks random T of each length with :func:`attnlib.experiments.identifiability.null_space_dim`;
+    the cases include n = d_v (no null space) and n = d_v + 1.
+    """
+    from ..experiments.identifiability import null_space_dim
+
+    def reference(lengths, d_v):
+        rng = np.random.default_rng(61)
+        lengths = np.asarray(lengths, dtype=np.int64)
+        T = rng.standard_normal((len(lengths), int(lengths.max()), d_v))
+        return float(np.mean(null_space_dim(T, lengths) > 0))
+
+    rng = np.random.default_rng(60)
+    cases = [(np.array([5, 32, 33, 60]), 32), (rng.integers(3, 40, 25), 16), (np.array([4, 5, 6]), 8),
+             (np.array([9, 9]), 8)]
+    return Spec("null-space share", cases, reference, atol=1e-12, to_numpy=lambda x: np.asarray(x, dtype=float))
+
+
+def _spec_ranks_with_ties() -> Spec:
+    """Exercise: ranks with ties from who beats whom beyond noise (Chapter 16; :func:`attnlib.uncertainty.rank`).
+
+    ``fn(wins) -> ranks``: ``wins`` (M, M) bool, ``wins[i, j]`` when method i is better than
+    method j beyond noise; a method's rank is 1 + the number of methods that beat it (ties share
+    a rank, and the next rank is not skipped to). Cases: no wins (all rank 1), a strict order,
+    ties at the top and in the middle, one method.
+    """
+    from ..uncertainty import ranks_from_wins
+
+    def strict(m):
+        return np.triu(np.ones((m, m), dtype=bool), 1)
+
+    rng = np.random.default_rng(62)
+    upper = np.triu(rng.random((6, 6)) < 0.4, 1)
+    perm = rng.permutation(6)
+    cases = [(np.zeros((4, 4), dtype=bool),), (strict(5),), (upper[np.ix_(perm, perm)],),
+             (np.array([[False, False, True], [False, False, True], [False, False, False]]),),
+             (np.zeros((1, 1), dtype=bool),)]
+    return Spec("ranks with ties", cases, ranks_from_wins, atol=0,
+                to_numpy=lambda x: np.asarray(x, dtype=float).reshape(-1))
 
 
 # ----------------------------------------------------------------------------- the checkers

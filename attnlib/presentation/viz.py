@@ -1003,7 +1003,8 @@ def plot_audit(report, *, title: str | None = None):
     """The figure of an attention audit (:func:`attnlib.experiments.audit.audit`).
 
     Top: per head (layer x head), J&W's median TVD of the output when the head's attention is
-    permuted, and (transformers) the share of sentences whose head has a null space. Bottom:
+    permuted, and (transformers) the mean correlation between raw and effective attention
+    (1: nothing of the attention lies in the head's null space). Bottom:
     every explanation's ERASER AOPC comprehensiveness (higher is better) and sufficiency
     (lower is better), means with 95% bootstrap intervals, best first.
     """
@@ -1012,15 +1013,17 @@ def plot_audit(report, *, title: str | None = None):
         raise ValueError("report must be an AuditReport (attnlib.experiments.audit.audit)")
     grids = {"median TVD under permutation": tables["permutation"]["median TVD"]}
     if "identifiability" in tables:
-        grids["share of sentences with a null space"] = tables["identifiability"]["null space (share)"]
+        grids["raw vs effective attention (mean r)"] = tables["identifiability"]["raw vs effective r (mean)"]
     faith = tables["faithfulness"]
     fig = plt.figure(figsize=(6.8, 2.6 + 0.22 * len(faith) + 0.9))
     grid = fig.add_gridspec(2, 2, height_ratios=[2.6, 0.22 * len(faith) + 0.9])
     for k, (name, series) in enumerate(grids.items()):
         ax = fig.add_subplot(grid[0, k] if len(grids) > 1 else grid[0, :])
         m = series.unstack("head").to_numpy(dtype=float)
-        im = ax.imshow(m, cmap=ATTENTION_CMAP, vmin=0, vmax=max(float(np.nanmax(m)), 1e-9), aspect="auto")
-        ax.set_xticks(range(m.shape[1]), [str(h + 1) for h in range(m.shape[1])], fontsize=8)
+        low = float(np.nanmin(m)) if name.startswith("raw") else 0.0  # r: its own range, TVD: from 0
+        im = ax.imshow(m, cmap=ATTENTION_CMAP, vmin=low, vmax=max(float(np.nanmax(m)), low + 1e-9), aspect="auto")
+        step = 1 if m.shape[1] <= 8 else 2
+        ax.set_xticks(range(0, m.shape[1], step), [str(h + 1) for h in range(0, m.shape[1], step)], fontsize=8)
         ax.set_yticks(range(m.shape[0]), [str(layer + 1) for layer in range(m.shape[0])], fontsize=8)
         ax.set_xlabel("head", fontsize=9)
         ax.set_ylabel("layer", fontsize=9)
@@ -1029,7 +1032,8 @@ def plot_audit(report, *, title: str | None = None):
         bar.ax.tick_params(labelsize=8)
     for k, (metric, better) in enumerate((("comprehensiveness", "higher"), ("sufficiency", "lower"))):
         ax = fig.add_subplot(grid[1, k])
-        order = faith.sort_values(metric, ascending=better == "lower")
+        order = faith.assign(_rank=faith[f"{metric} rank"].str.rstrip("=").astype(int)).sort_values(
+            ["_rank", metric], ascending=[True, better == "lower"])
         y = np.arange(len(order))[::-1]
         mean = order[metric].to_numpy(dtype=float)
         err = np.vstack([mean - order[f"{metric} low"].to_numpy(dtype=float),

@@ -44,6 +44,7 @@ __all__ = [
     "AttentionClassifier",
     "real_token_mask",
     "check_token_ids",
+    "BookTokens",
     "masked_softmax",
     "uniform_attention",
     "eval_mode",
@@ -157,6 +158,25 @@ def check_token_ids(batch, vocab_size: int, device) -> torch.Tensor:
     return tokens
 
 
+class BookTokens:
+    """Token-level access (:class:`~attnlib.models.protocol.TokenModel`) over the book's vocabulary.
+
+    The part the book's two families share (J&W's classifier, the small transformer): ids
+    PAD=0, UNK=1, rows ``<SOS> words <EOS>`` (:func:`check_token_ids`), and the word
+    embeddings ``self.embedding`` (GloVe rows, trainable) as e_t.
+    """
+
+    pad_id, unk_id, special_ids = PAD, UNK, (SOS, EOS)
+
+    def token_ids(self, batch) -> torch.Tensor:
+        """The batch's (B, T) ids on the model's device, validated (:func:`check_token_ids`)."""
+        return check_token_ids(batch, self.vocab_size, self.embedding.weight.device)
+
+    def embed_tokens(self, ids: torch.Tensor) -> torch.Tensor:
+        """The word embeddings e_t (B, T, E), before anything else the model does: where gradients are taken."""
+        return self.embedding(ids)
+
+
 def masked_softmax(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Softmax over the last dim restricted to ``mask``; masked entries are exactly 0."""
     scores = scores.masked_fill(~mask, float("-inf"))
@@ -187,7 +207,7 @@ class _DotAttention(nn.Module):
         return self.q(hidden).squeeze(-1) / self.scale
 
 
-class AttentionClassifier(nn.Module):
+class AttentionClassifier(BookTokens, nn.Module):
     """J&W's classifier. ``model(tokens)`` returns an :class:`Output`.
 
     It meets :class:`attnlib.models.protocol.InterventionModel` with one site,
@@ -262,17 +282,8 @@ class AttentionClassifier(nn.Module):
         return self.decode(state.inputs.hidden, attention)[0]
 
     # ------------------------------------------------------------------ token-level access (protocol.TokenModel)
-    pad_id, unk_id, special_ids = PAD, UNK, (SOS, EOS)
     #: alpha is one attention that decoding reads: J&W's gradient importance may detach it
     single_attention = True
-
-    def token_ids(self, batch) -> torch.Tensor:
-        """The batch's (B, T) ids on the model's device, validated (:func:`check_token_ids`)."""
-        return check_token_ids(batch, self.vocab_size, self.embedding.weight.device)
-
-    def embed_tokens(self, ids: torch.Tensor) -> torch.Tensor:
-        """The word embeddings e_t (B, T, E) (GloVe rows): where gradients are taken."""
-        return self.embedding(ids)
 
     def forward_embedded(self, ids: torch.Tensor, embedded: torch.Tensor, *,
                          detach_attention: bool = False) -> TokenOutput:

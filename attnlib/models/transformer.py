@@ -25,8 +25,8 @@ import torch
 from torch import nn
 
 from .._checks import check_positive_int, check_positive_number
-from ..data import EOS, PAD, SOS, UNK
-from .classifier import check_token_ids
+from ..data import PAD
+from .classifier import BookTokens
 from .heads import Trace, apply_edits, check_edits, flatten_candidates
 from .protocol import Site, SiteState, TokenOutput, class_probabilities
 
@@ -172,7 +172,7 @@ class _Layer(nn.Module):
         return self.out.weight.t().reshape(self.h, self.dv, -1)
 
 
-class TransformerClassifier(nn.Module):
+class TransformerClassifier(BookTokens, nn.Module):
     """A small BERT-style classifier (see the module docstring). ``model(batch)`` -> :class:`TransformerOutput`.
 
     Args:
@@ -247,17 +247,9 @@ class TransformerClassifier(nn.Module):
         return self.drop(x), key_mask
 
     # ------------------------------------------------------------------ token-level access (protocol.TokenModel)
-    pad_id, unk_id, special_ids = PAD, UNK, (SOS, EOS)
+    # token_ids, embed_tokens (the word embeddings, before the projection and the positions): BookTokens
     #: an attention per layer and head, none of them one alpha to detach
     single_attention = False
-
-    def token_ids(self, batch) -> torch.Tensor:
-        """The batch's (B, T) ids on the model's device, validated (as J&W's classifier's)."""
-        return check_token_ids(batch, self.vocab_size, self.embedding.weight.device)
-
-    def embed_tokens(self, ids: torch.Tensor) -> torch.Tensor:
-        """The word embeddings e_t (B, T, embed_dim), before the projection and the positions."""
-        return self.embedding(ids)
 
     def forward_embedded(self, ids: torch.Tensor, embedded: torch.Tensor, *,
                          detach_attention: bool = False) -> TokenOutput:

@@ -340,7 +340,7 @@ def audit(
 def _rows_of(batch: Batch, positions: np.ndarray) -> Batch:
     """The rows of ``batch`` whose ``index`` is in ``positions``, in that order."""
     where = {int(i): r for r, i in enumerate(batch.index.tolist())}
-    rows = torch.as_tensor([where[int(p)] for p in positions], dtype=torch.long)
+    rows = torch.as_tensor([where[int(p)] for p in positions], dtype=torch.long, device=batch.tokens.device)
     T = int(batch.lengths[rows].max())
     return Batch(tokens=batch.tokens[rows, :T], lengths=batch.lengths[rows], mask=batch.mask[rows, :T],
                  labels=batch.labels[rows], index=batch.index[rows],

@@ -52,6 +52,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from .. import _runs
 from .._checks import check_positive_int, check_seed
 from ..data import Batch, Dataset, Split, load_texts
 from ..models.protocol import check_token_model, eval_mode, model_name
@@ -178,11 +179,7 @@ def _identifiability(model, batch: Batch, notes: list) -> pd.DataFrame | None:
     frames = []
     with torch.no_grad():
         for start in range(0, len(batch), _TRACE_ROWS):
-            rows = np.arange(start, min(start + _TRACE_ROWS, len(batch)))
-            lengths = batch.lengths[rows]
-            part = Batch(tokens=batch.tokens[rows, : int(lengths.max())], lengths=lengths,
-                         mask=batch.mask[rows, : int(lengths.max())], labels=batch.labels[rows],
-                         index=batch.index[rows])
+            part = _runs.take(batch, np.arange(start, min(start + _TRACE_ROWS, len(batch))))
             frames.append(trace_statistics(model.trace(part)))
     stats = pd.concat(frames, ignore_index=True)
     by_head = stats.groupby(["layer", "head"])
@@ -338,10 +335,6 @@ def audit(
 
 
 def _rows_of(batch: Batch, positions: np.ndarray) -> Batch:
-    """The rows of ``batch`` whose ``index`` is in ``positions``, in that order."""
+    """The rows of ``batch`` whose ``index`` is in ``positions``, in that order (:func:`attnlib._runs.take`)."""
     where = {int(i): r for r, i in enumerate(batch.index.tolist())}
-    rows = torch.as_tensor([where[int(p)] for p in positions], dtype=torch.long, device=batch.tokens.device)
-    T = int(batch.lengths[rows].max())
-    return Batch(tokens=batch.tokens[rows, :T], lengths=batch.lengths[rows], mask=batch.mask[rows, :T],
-                 labels=batch.labels[rows], index=batch.index[rows],
-                 rationale=None if batch.rationale is None else batch.rationale[rows, :T])
+    return _runs.take(batch, [where[int(p)] for p in positions])

@@ -3,8 +3,8 @@
 nbval's own report of a drifted table is a raw diff of every line; on a machine whose numbers
 differ (Apple Silicon, a GPU, the ``paper`` profile, unpinned kernels) that is hundreds of lines.
 This hook replaces it with one line per cell: chapter, cell, how many numbers moved, the largest
-change and the first few ``committed -> now`` pairs (a glued value, which the prose quotes, is
-named by its key: ``glue ch11_lr = 0.0003``); and ends the run with a table per chapter.
+change and the first few ``committed -> now`` pairs (a prose cell's paragraph is its text/plain,
+so the numbers the prose quotes are paired like a table's); and ends the run with a table per chapter.
 Cells that fail for another reason (an exception, a timeout) keep nbval's report.
 """
 from __future__ import annotations
@@ -19,12 +19,9 @@ _SHOWN = 6  # pairs shown per cell
 _DRIFT: dict[str, list[tuple[int, int, float, list[str]]]] = defaultdict(list)
 
 
-_GLUE = "application/papermill.record/"  # myst-nb's glue: the numbers the prose quotes
-_GLUED_LINE = re.compile(r"glue (\S+) = ")
-
 
 def _text(outputs) -> str:
-    """The text of a cell's outputs: streams, text/plain, and each glued value as ``key = value``."""
+    """The text of a cell's outputs: streams, text/plain and errors."""
     parts = []
     for out in outputs or []:
         if out.get("output_type") == "stream":
@@ -34,11 +31,6 @@ def _text(outputs) -> str:
             text = data.get("text/plain")
             if text is not None:
                 parts.append("".join(text))
-            glued = [mime for mime in data if mime.startswith(_GLUE) and not mime.startswith(_GLUE + "image/")]
-            if glued:
-                name = (out.get("metadata") or {}).get("scrapbook", {}).get("name", "?")
-                mime = _GLUE + "text/plain" if _GLUE + "text/plain" in glued else sorted(glued)[0]
-                parts.append(f"glue {name} = {''.join(data[mime])}")
         elif out.get("output_type") == "error":
             parts.append(f"{out.get('ename')}: {out.get('evalue')}")
     return "\n".join(parts)
@@ -59,14 +51,11 @@ def drift_summary(committed: str, now: str) -> tuple[int, float, list[str], list
         return 0, float("nan"), [], changed
     pairs, largest = [], 0.0
     for line_a, line_b in zip(committed.splitlines(), now.splitlines()):  # same skeleton: same lines
-        glued = _GLUED_LINE.match(line_a)
-        if glued:  # name the key, and compare the value after it (not the digits in the key)
-            line_a, line_b = line_a[glued.end():], line_b[glued.end():]
         for x, y in zip(_NUMBER.findall(line_a), _NUMBER.findall(line_b)):
             if x != y:
                 delta = float(y) - float(x)
                 largest = max(largest, abs(delta))
-                pairs.append(f"{glued.group(1) + ': ' if glued else ''}{x} -> {y} ({delta:+.3g})")
+                pairs.append(f"{x} -> {y} ({delta:+.3g})")
     return len(pairs), largest, pairs, []
 
 

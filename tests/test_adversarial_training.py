@@ -310,7 +310,7 @@ def test_lambda_widgets_move_along_the_sweep(synthetic, base):
     assert "shown: λ = 1" in curve.axes[0].get_legend_handles_labels()[1]
     plt.close("all")
     box = widgets.lambda_explorer(sweep, [0], 1e-2)
-    slider, label = box.children[0], box.children[1]
+    slider, label = box.children[1], box.children[2]  # [0]: the kernel note
     assert slider.value == 1e-2 and "adversary F1" in label.value
     slider.value = 1.0
     assert f"{sweep[1.0].test['f1']:.3f}" in label.value

@@ -86,8 +86,8 @@ def test_checkers_are_unique_across_the_book():
 def test_no_cell_but_the_check_uses_a_solved_function(path):
     """The book runs the reference solution; the student edition must run without it.
 
-    From the first exercise on there are only starters, solutions and checks (and markdown),
-    and no cell outside them names a function that a solution defines: the unsolved student
+    From the first exercise on there are only starters, solutions and checks (and markdown, and
+    prose cells, which the grader skips: tests/test_plain_render.py), and no cell outside them names a function that a solution defines: the unsolved student
     edition runs to the end, its starters raising only inside the checkers.
     """
     nb = _read(path)
@@ -97,7 +97,7 @@ def test_no_cell_but_the_check_uses_a_solved_function(path):
     first = next(i for i, c in enumerate(nb.cells) if grade.is_exercise_start(c))
     for cell in nb.cells[first:]:
         if cell.cell_type == "code":
-            assert {"exercise", "solution", "exercise-check"} & set(_tags(cell)), cell.source
+            assert {"exercise", "solution", "exercise-check", "prose"} & set(_tags(cell)), cell.source
     pattern = re.compile(r"\b(" + "|".join(map(re.escape, solved_names)) + r")\b")
     for cell in nb.cells:
         if cell.cell_type == "code" and not {"exercise", "solution", "exercise-check"} & set(_tags(cell)):

@@ -51,19 +51,19 @@ def test_a_drifted_notebook_is_reported_in_one_line_per_cell(tmp_path, workers):
     assert "1 failed" in out.stdout
 
 
-def test_glued_values_are_read_and_named_by_their_key():
+def test_a_prose_paragraph_drifts_number_by_number():
+    """A prose cell's output is its paragraph (text/plain): the numbers it quotes pair up."""
     hook = _hook_module()
-    def glue(name, value):
-        return {"output_type": "display_data", "metadata": {"scrapbook": {"name": name, "mime_prefix": hook._GLUE}},
-                "data": {hook._GLUE + "text/plain": repr(value)}}
-    committed = hook._text([glue("ch11_max_jsd", 0.07049773575454668)])
-    now = hook._text([glue("ch11_max_jsd", 0.07049773575454682)])
-    assert committed == "glue ch11_max_jsd = 0.07049773575454668"
+
+    def prose(text):
+        return {"output_type": "display_data", "metadata": {},
+                "data": {"text/markdown": text, "text/plain": text}}
+    committed = hook._text([prose("**Reading it.** Chapter 11 finds 0.070 at $d_v = 32$.")])
+    now = hook._text([prose("**Reading it.** Chapter 11 finds 0.071 at $d_v = 32$.")])
+    assert committed == "**Reading it.** Chapter 11 finds 0.070 at $d_v = 32$."
     count, largest, pairs, _ = hook.drift_summary(committed, now)
-    assert count == 1 and pairs == ["ch11_max_jsd: 0.07049773575454668 -> 0.07049773575454682 (+1.39e-16)"]
-    assert 0 < largest < 1e-15
-    # the digits inside a key are not numbers of the output
-    assert hook.drift_summary(hook._text([glue("ch11_a", 1.0)]), hook._text([glue("ch11_a", 1.0)]))[0] == 0
+    assert count == 1 and pairs == ["0.070 -> 0.071 (+0.001)"]
+    assert abs(largest - 0.001) < 1e-12
 
 
 def _sanitize(text: str) -> str:

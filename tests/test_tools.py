@@ -152,3 +152,38 @@ def test_the_landing_pages_times_are_written_from_a_run_not_typed(tmp_path):
     listed = [line for line in committed.splitlines() if line.startswith("| ") and "minutes" not in line]
     assert len(listed) == n_chapters + 1, f"the times page lists {len(listed) - 1} of {n_chapters} chapters: re-run them cold"
     assert "chapter_times.md" in (Path(execute_chapters.ROOT) / "book" / "intro.md").read_text()
+
+
+def test_progress_bars_leave_the_page_and_interactive_widgets_stay():
+    """tools/hide_progress_bars.py on a real chapter's widget state (Chapter 14: a training bar and a figure)."""
+    import json
+
+    from docutils import nodes
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+    import hide_progress_bars as hpb
+
+    path = Path(__file__).resolve().parents[1] / "chapters" / "14_rollout_and_flow.ipynb"
+    nb = json.loads(path.read_text())
+    state = nb["metadata"]["widgets"]["application/vnd.jupyter.widget-state+json"]
+    bars = hpb.progress_bar_ids(state)
+    views = [o["data"]["application/vnd.jupyter.widget-view+json"]["model_id"]
+             for c in nb["cells"] for o in c.get("outputs", [])
+             if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
+    assert bars and set(views) - bars, "Chapter 14 shows a training bar and an interactive figure"
+
+    def view(model_id):
+        box = nodes.container(classes=["cell_output"])
+        box += nodes.raw(text='<script type="application/vnd.jupyter.widget-view+json">'
+                              + json.dumps({"version_major": 2, "model_id": model_id}) + "</script>", format="html")
+        return box
+
+    doc = nodes.section()
+    for model_id in views:
+        doc += view(model_id)
+    doc += nodes.paragraph(text="prose")
+    assert hpb.remove_progress_bars(doc, state) == len(set(views) & bars)
+    left = [hpb._view_id(r) for r in doc.findall(nodes.raw)]
+    assert left == [v for v in views if v not in bars]
+    assert len(doc.children) == len(left) + 1  # the bars' empty output boxes went too
+    assert hpb.progress_bar_ids({}) == set() and hpb.remove_progress_bars(doc, {}) == 0

@@ -12,6 +12,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
 
 from attnlib import exercises, viz, widgets  # noqa: E402
 from attnlib.metrics import jsd  # noqa: E402
@@ -61,9 +63,11 @@ def test_training_history_and_relation_plots():
 
 def test_widgets_build_and_tempered_keeps_order():
     w = widgets.measures_explorer([0.2, 0.8], [0.5, 0.5], ["a", "b"])
-    assert len(w.children) == 2
+    assert len(w.children) == 3
+    # every explorer first says that its controls need a running kernel (static pages look live)
+    assert "running notebook" in w.children[0].value and widgets.KERNEL_NOTE in w.children[0].value
     w = widgets.temperature_explorer([0.1, 0.2, 0.7], ["a", "b", "c"])
-    assert w.children[0].value == 1.0
+    assert w.children[1].value == 1.0
     p = np.array([0.1, 0.0, 0.6, 0.3])
     q = widgets.tempered(p, 0.5)
     assert np.isclose(q.sum(), 1) and q[1] == 0 and np.argsort(q[[0, 2, 3]]).tolist() == np.argsort(p[[0, 2, 3]]).tolist()
@@ -137,30 +141,60 @@ def test_every_chapter_installs_from_the_configured_repository():
         assert any("parameters" in t for t in tags), f"{path.name}: no papermill 'parameters' cell"
 
 
-def test_glue_writes_myst_nb_outputs(capsys):
-    """attnlib's glue displays exactly what MyST-NB's does (the book build reads it; nbval compares it)."""
-    pytest.importorskip("myst_nb", reason="MyST-NB is part of the book build ([book] extra)")
-    from IPython.core.interactiveshell import InteractiveShell
-    from myst_nb import glue as myst_glue
+def test_prose_fills_glued_names_as_an_f_string_would():
+    from attnlib.presentation.glue import glue, glued, prose
 
-    from attnlib.presentation.glue import GLUE_PREFIX, glue
+    glue("t_frac", 0.42513, display=False)
+    glue("t_words", "*too*, *n't*", display=False)
+    glue("t_n", 1234, display=False)
+    text = prose("{t_frac:.2f} of {t_n:,} (*{t_words}*); {{braces}} and {t_frac:.0%}")
+    assert text == f"{0.42513:.2f} of {1234:,} (**too*, *n't**); {{braces}} and {0.42513:.0%}"
+    assert glued()["t_n"] == 1234
+    # math and code spans keep their braces; keyword values override glued ones
+    assert prose(r"$\\hat{x}_{i}$ `{t_n}` {t_n}", t_n=7) == r"$\\hat{x}_{i}$ `{t_n}` 7"
 
-    from myst_nb.ext.glue import GLUE_PREFIX as MYST_PREFIX
 
-    assert GLUE_PREFIX == MYST_PREFIX
-    shell = InteractiveShell.instance()
-    seen = []
-    publish = shell.display_pub.publish
-    shell.display_pub.publish = lambda data, metadata=None, **kw: seen.append((data, metadata))
-    try:
-        for value, display in ((0.4251, False), ("*too*", True), (np.arange(3), False)):
-            for fn in (glue, myst_glue):
-                fn("key", value, display=display)
-            assert seen[-2] == seen[-1], (value, display)
-    finally:
-        shell.display_pub.publish = publish
-    with pytest.raises(ValueError, match="name"):
-        glue("", 1)
+def test_prose_is_markdown_whose_plain_text_is_the_paragraph():
+    """Every front end renders the Markdown; nbval compares text/plain, so the paragraph itself."""
+    from IPython.core.formatters import format_display_data
+
+    from attnlib.presentation.glue import Prose, prose
+
+    out = prose("\n**Reading it.** The BiLSTM reaches 0.8.\n")
+    assert isinstance(out, Prose) and out == "**Reading it.** The BiLSTM reaches 0.8."
+    bundle, _ = format_display_data(out)
+    assert bundle == {"text/plain": str(out), "text/markdown": str(out)}
+    assert repr(out) == str(out)
+
+
+def test_prose_and_glue_errors_say_what_to_do():
+    from attnlib.presentation.glue import glue, prose
+
+    with pytest.raises(KeyError, match="run the cells above"):
+        prose("{t_never_glued:.2f}")
+    glue("t_word", "above", display=False)
+    with pytest.raises(ValueError, match="t_word"):
+        prose("{t_word:.2f}")
+    with pytest.raises(TypeError, match="str"):
+        prose(0.5)
+    for bad in ("", "two words", "1st", None):
+        with pytest.raises(ValueError, match="identifier"):
+            glue(bad, 1)
+    with pytest.raises(ValueError, match="display"):
+        glue("t_ok", 1, display="no")
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    value=st.floats(allow_nan=False, allow_infinity=False, width=64),
+    spec=st.sampled_from(["", ".3f", ".2%", "g", ".1e", ",.2f"]),
+    before=st.text(alphabet=st.characters(blacklist_characters="{}$`"), max_size=20),
+)
+def test_prose_field_equals_format(value, spec, before):
+    from attnlib.presentation.glue import prose
+
+    field = "{v" + (":" + spec if spec else "") + "}"
+    assert prose(before + field, v=value) == (before + format(value, spec)).strip("\n")
 
 
 #: The widest code line a rendered chapter shows without clipping (house style).
@@ -445,7 +479,7 @@ def test_null_space_figure_and_explorer_keep_the_head_output():
     assert change < 1e-5 * max(scale, 1) and jsd > 0.01  # the output stays, the attention moves
     assert widgets.null_space_figure(tr, tokens, 0, 1, 1, 0.0)._suptitle.get_text().endswith("= 0.000")
     w = widgets.null_space_explorer(tr, tokens)
-    assert len(w.children) == 3
+    assert len(w.children) == 4
     with pytest.raises(ValueError, match="step"):
         widgets.null_space_figure(tr, tokens, 0, 0, 0, 2.0)
     with pytest.raises(ValueError, match="tokens"):
@@ -561,7 +595,7 @@ def test_relevance_figures_and_the_rollout_widget(tiny_dataset):
     assert len(fig.axes) == 3 and "r = 0.3" in fig.texts[0].get_text()
     plt.close(fig)
     box = widgets.rollout_explorer(model, tiny_dataset.test, [0, 3])
-    assert len(box.children) == 3
+    assert len(box.children) == 4
     with pytest.raises(ValueError, match="index"):
         widgets.rollout_figure(model, tiny_dataset.test, len(tiny_dataset.test))
 

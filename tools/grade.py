@@ -3,14 +3,14 @@
     .venv/bin/python tools/grade.py SUBMISSIONS --out grades.csv [--timeout 180] [--resume] [--unsafe]
 
 Folder convention: ``SUBMISSIONS/<student>/<chapter>.ipynb``, one folder per student. A
-notebook's chapter is recognised by its exercises' labels (the ``:label:`` of its
-``{exercise-start}`` cells), else by its file name: the student edition's (``02_measures.ipynb``)
+notebook's chapter is recognised by its exercises' labels (the anchor of each exercise's
+opening cell, ``<a id="ex-tvd"></a>``, or an older edition's ``:label:``), else by its file name: the student edition's (``02_measures.ipynb``)
 or any name that starts with the chapter's number (``02.ipynb``). When a student hands in
 one chapter twice, the newest file (by modification time, then name) is graded and the
 rows say so in ``note``; a warning is printed.
 
 The CSV has one row per (student, chapter, exercise): student, chapter, exercise (the
-exercise's ``:label:``), passed (True/False), message (the verdict, or why there is none),
+exercise's label), passed (True/False), message (the verdict, or why there is none),
 file (the notebook graded), note (duplicates, a chapter recognised by its labels) and
 sandbox (``bwrap``, or ``unsandboxed`` under ``--unsafe``). The exercises of a chapter are
 listed from the committed chapter (``--chapters``, default chapters/), so a broken
@@ -24,7 +24,7 @@ system and attnlib, no network, no view of the submissions, the CSV or this proc
 on time, memory, processes and file size; every process killed at the end), in a fresh
 ``python3`` kernel with the ``book`` profile: the chapter's opening code cells (install,
 ``parameters``, imports) and every code cell of its Exercises section (from the first
-``{exercise-start}``) except the check cells. ``--timeout`` (default 180 s) bounds all of it,
+exercise's opening cell) except the check cells and the prose cells (tag ``prose``). ``--timeout`` (default 180 s) bounds all of it,
 the kernel's start and the opening cells included. After each exercise's cells, a cell of
 the grader's calls the student's function (named by the committed chapter's check cell,
 e.g. ``my_tvd``) on the checker's own inputs and writes the values it returns to the
@@ -77,8 +77,14 @@ MAX_NOTEBOOK_BYTES = 64 * 2**20  # a bigger hand-in is not read
 MAX_RUN_BYTES = 2**20  # the runner's report (run.json)
 SANDBOXED, UNSANDBOXED = "bwrap", "unsandboxed"
 
-_EXERCISE_START = re.compile(r"\{exercise-start\}")
-_LABEL = re.compile(r"^:label:\s*(\S+)", re.MULTILINE)
+# An exercise opens with a markdown cell that carries its label as an anchor,
+# ``> <a id="ex-tvd"></a>**Exercise 2.1: ...**``; hand-ins from editions before issue 25 have a
+# sphinx-exercise ``{exercise-start}`` fence with ``:label: ex-tvd`` instead. Both are read.
+_EXERCISE_START = re.compile(r"\{exercise-start\}|<a id=\"ex-[\w-]+\"></a>")
+_LABEL = re.compile(r"^:label:\s*(\S+)|<a id=\"(ex-[\w-]+)\"></a>", re.MULTILINE)
+#: The tag of a cell whose output is a paragraph of the chapter's prose (``prose(...)``): it
+#: quotes numbers from the middle of the chapter, which the grader does not run.
+PROSE_TAG = "prose"
 _CHECK_CALL = re.compile(r"\b(check_\w+)\s*\(\s*([A-Za-z_][\w.]*)\s*\)")
 
 
@@ -109,14 +115,18 @@ def is_exercise_start(cell) -> bool:
     return cell.cell_type == "markdown" and bool(_EXERCISE_START.search(cell.source))
 
 
+def _label(source: str) -> str | None:
+    match = _LABEL.search(source)
+    return (match.group(1) or match.group(2)) if match else None
+
+
 def exercises_of(nb) -> list[Exercise]:
-    """Each exercise of a chapter: the label of an ``{exercise-start}`` cell, the checker its
+    """Each exercise of a chapter: the label of its opening cell, the checker its
     ``exercise-check`` cell calls and the function it hands over."""
     found, label = [], None
     for cell in nb.cells:
         if is_exercise_start(cell):
-            match = _LABEL.search(cell.source)
-            label = match.group(1) if match else None
+            label = _label(cell.source)
         elif "exercise-check" in tags(cell) and label is not None:
             match = _CHECK_CALL.search(cell.source)
             if match:
@@ -126,8 +136,8 @@ def exercises_of(nb) -> list[Exercise]:
 
 
 def labels_of(nb) -> list[str]:
-    """The ``:label:`` of every ``{exercise-start}`` cell."""
-    return [m.group(1) for c in nb.cells if is_exercise_start(c) for m in [_LABEL.search(c.source)] if m]
+    """The label of every exercise's opening cell, in order."""
+    return [label for c in nb.cells if is_exercise_start(c) for label in [_label(c.source)] if label]
 
 
 def setup_cells(nb) -> list[int]:
@@ -142,23 +152,27 @@ def setup_cells(nb) -> list[int]:
 
 
 def exercise_spans(nb) -> dict[str, range]:
-    """label -> the cell indices from that exercise's ``{exercise-start}`` to the next one (or the end)."""
-    starts = [(i, _LABEL.search(c.source)) for i, c in enumerate(nb.cells) if is_exercise_start(c)]
+    """label -> the cell indices from that exercise's opening cell to the next one's (or the end)."""
+    starts = [(i, _label(c.source)) for i, c in enumerate(nb.cells) if is_exercise_start(c)]
     spans = {}
-    for k, (i, match) in enumerate(starts):
+    for k, (i, label) in enumerate(starts):
         end = starts[k + 1][0] if k + 1 < len(starts) else len(nb.cells)
-        if match:
-            spans[match.group(1)] = range(i, end)
+        if label:
+            spans[label] = range(i, end)
     return spans
 
 
 def exercise_cells(nb) -> list[int]:
-    """Every code cell from the first exercise (its ``{exercise-start}`` cell) to the end."""
+    """Every code cell from the first exercise's opening cell to the end, but prose cells."""
     first = next((i for i, c in enumerate(nb.cells) if is_exercise_start(c)), None)
     if first is None:
         return []
     setup = setup_cells(nb)
-    return [i for i in range(first, len(nb.cells)) if nb.cells[i].cell_type == "code" and i not in setup]
+    return [
+        i
+        for i in range(first, len(nb.cells))
+        if nb.cells[i].cell_type == "code" and i not in setup and PROSE_TAG not in tags(nb.cells[i])
+    ]
 
 
 def reference_chapters(chapters: Path) -> dict[str, Path]:
@@ -395,7 +409,7 @@ def grade_notebook(path: Path, student: str, reference: Path, limits: sandbox.Li
         reason = f"not a notebook: {type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''}"
         return rows(lambda ex: (False, reason.rstrip(": ")))
     if not exercise_cells(nb):
-        return rows(lambda ex: (False, "no exercises found: the {exercise-start} cells are missing"))
+        return rows(lambda ex: (False, "no exercises found: the exercises' opening cells are missing"))
     setup = setup_cells(nb)
     with tempfile.TemporaryDirectory(prefix="attnlib-grade-") as work:
         run = run_notebook(nb, expected, Path(work), limits, unsafe)

@@ -5,7 +5,7 @@
 
 Decided by the cells' tags only (set in the chapters, and read by the book build):
 
-* ``solution`` cells (the dropdown's start and end markers and the reference solution) are
+* ``solution`` cells (the line announcing the folded solution and the reference solution) are
   removed;
 * ``exercise`` cells (the starters, which raise NotImplementedError) and ``exercise-check``
   cells (``attnlib.exercises.check_...(my_fn)``) are kept, as is every other cell: the student
@@ -13,7 +13,7 @@ Decided by the cells' tags only (set in the chapters, and read by the book build
 * every output, execution count and the stored widget state are cleared;
 * a short note after the title says that this is the student edition and how to check an answer.
 
-The committed chapters are not changed: the book keeps its solutions in dropdowns. No cell
+The committed chapters are not changed: the book keeps its solutions, folded. No cell
 after an exercise's solution uses the solved function except that exercise's check cell, and
 the checkers catch the starter's NotImplementedError, so the student edition runs to the end
 unsolved (tests/test_classroom.py).

@@ -1,41 +1,106 @@
-"""Glue a computed value to a name, for the book's prose (``{glue:text}`name```), without the book build.
+"""Quote a run's numbers in the chapters' prose, in a way every notebook front end renders.
 
-The chapters quote their run's numbers through MyST-NB's *glue*: a cell displays the value
-with a ``scrapbook`` entry in the output's metadata, and the book build puts that output where
-the prose names it. MyST-NB's own ``myst_nb.glue`` lives in the book-build stack (Sphinx,
-docutils, MyST-NB), which a reader running a chapter in Colab or Binder does not need and
-should not install into a runtime that has its own ipywidgets and transformers
-(``pip install "attnlib[run]"`` holds only what the chapters import). :func:`glue` writes the
-very same output (its mime bundle, metadata and hidden-value prefix are MyST-NB 1.x's, which
-``tests/test_viz_widgets_exercises.py`` checks against ``myst_nb.glue`` where it is
-installed), so the book reads it as before and ``pytest --nbval`` compares the same outputs.
+A chapter glues each number it quotes to a name, ``glue("ch05_lstm_frac", frac)``, and a
+paragraph that quotes the run is the Markdown output of a cell (its input hidden in the book,
+folded in JupyterLab and Colab)::
+
+    prose(r\"\"\"For {ch05_lstm_frac:.2f} of the sentences (ε = {ch05_eps:g}) ...\"\"\")
+
+Why not MyST-NB's ``{glue:text}`` roles in markdown cells: only the Jupyter Book build
+resolves them. Colab, JupyterLab (with or without jupyterlab-myst), VS Code and GitHub show the
+raw role where the number should be. A Markdown *output* renders everywhere, a re-run with
+another seed or profile regenerates it, and ``pytest --nbval`` compares its text (the output's
+``text/plain`` is the paragraph itself), so the prose's numbers are checked as the tables are.
+
+``{name}`` and ``{name:spec}`` (a Python format spec, as in an f-string) are replaced outside
+``$...$`` / ``$$...$$`` math and ```code``` spans; ``{{`` and ``}}`` give literal braces.
 """
 from __future__ import annotations
 
+import re
 from typing import Any
 
-__all__ = ["GLUE_PREFIX", "glue"]
+__all__ = ["Prose", "glue", "glued", "prose"]
 
-#: The mime-type prefix of a value glued with ``display=False`` (MyST-NB's ``GLUE_PREFIX``):
-#: front ends show no output for it, the book build still finds it.
-GLUE_PREFIX = "application/papermill.record/"
+_GLUED: dict[str, Any] = {}
+
+# Math and code spans are left as they are: their braces are LaTeX's or code's, not names.
+_PROTECTED = re.compile(r"\$\$.*?\$\$|\$[^$\n]+\$|```.*?```|`[^`\n]*`", re.S)
+_FIELD = re.compile(r"\{\{|\}\}|\{([A-Za-z_]\w*)(?::([^{}]*))?\}")
 
 
 def glue(name: str, variable: Any, display: bool = True) -> None:
-    """Glue ``variable`` to ``name`` in this cell's output, as MyST-NB's ``glue`` does.
+    """Give ``variable`` the name ``name``, for :func:`prose` to quote.
 
-    ``name``: the key the prose uses (``{glue:text}`name:.3f```); ``display``: show the value
-    in the cell's output too (False: only the book build sees it). Needs a running IPython
-    kernel (Jupyter, Colab, papermill, nbval); elsewhere IPython prints the value's repr.
+    ``display``: also show the value as the cell's output (False: record it only). A name glued
+    again takes the new value (a re-run cell). Raises ValueError for a name that is not a Python
+    identifier (the prose writes ``{name}``).
     """
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"name must be a non-empty str (the key the prose uses), got {name!r}")
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(
+            f"name must be a Python identifier (the prose quotes it as {{name}}), got {name!r}"
+        )
     if not isinstance(display, bool):
         raise ValueError(f"display must be True or False, got {display!r}")
-    from IPython.core.formatters import format_display_data
-    from IPython.display import display as ipy_display
+    _GLUED[name] = variable
+    if display:
+        from IPython.display import display as ipy_display
 
-    bundle, metadata = format_display_data(variable)
-    prefix = "" if display else GLUE_PREFIX
-    metadata["scrapbook"] = dict(name=name, mime_prefix=prefix)
-    ipy_display({prefix + k: v for k, v in bundle.items()}, raw=True, metadata=metadata)
+        ipy_display(variable)
+
+
+def glued() -> dict[str, Any]:
+    """A copy of every name glued so far in this kernel, with its value."""
+    return dict(_GLUED)
+
+
+class Prose(str):
+    """A paragraph of Markdown: front ends render it, its plain text is the paragraph itself."""
+
+    def _repr_markdown_(self) -> str:
+        return str(self)
+
+    def __repr__(self) -> str:  # what a terminal, and nbval's text/plain, shows
+        return str(self)
+
+    def _repr_pretty_(self, p, cycle) -> None:  # IPython's text/plain
+        p.text(str(self))
+
+
+def _fill(segment: str, values: dict[str, Any]) -> str:
+    def one(m: re.Match) -> str:
+        token, name, spec = m.group(0), m.group(1), m.group(2)
+        if name is None:
+            return token[0]  # {{ or }}
+        if name not in values:
+            raise KeyError(
+                f"the prose quotes {{{name}}}, which no cell has glued yet: run the cells above "
+                f"this one first (a cell calls glue({name!r}, value))"
+            )
+        try:
+            return format(values[name], spec or "")
+        except (TypeError, ValueError) as err:
+            raise ValueError(
+                f"{{{name}:{spec}}}: cannot format {type(values[name]).__name__} "
+                f"{values[name]!r} with {spec!r}: {err}"
+            ) from None
+
+    return _FIELD.sub(one, segment)
+
+
+def prose(text: str, **values: Any) -> Prose:
+    """``text`` (Markdown) with every ``{name}`` / ``{name:spec}`` replaced by its glued value.
+
+    ``values``: names given here instead of (or over) glued ones. Math (``$...$``) and code
+    spans are copied unchanged. Raises KeyError for a name nothing glued, ValueError for a
+    spec that does not fit the value, TypeError when ``text`` is not a str.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str of Markdown, got {type(text).__name__}")
+    known = {**_GLUED, **values}
+    out, last = [], 0
+    for m in _PROTECTED.finditer(text):
+        out += [_fill(text[last : m.start()], known), m.group(0)]
+        last = m.end()
+    out.append(_fill(text[last:], known))
+    return Prose("".join(out).strip("\n"))

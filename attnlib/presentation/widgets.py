@@ -1,7 +1,9 @@
 """ipywidgets for exploring the book's knobs. Each has a static figure twin in attnlib.viz.
 
 In the rendered (static) book the sliders show at their default values but cannot
-recompute without a kernel; run the chapter in Jupyter, Colab or Binder to move them.
+recompute without a kernel; run the chapter in Jupyter, Colab or Binder to move them. Every
+explorer says so itself, in a line above its controls (:data:`KERNEL_NOTE`), since a static
+page's controls look live.
 """
 from __future__ import annotations
 
@@ -9,7 +11,22 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["measures_explorer", "temperature_explorer", "tempered", "sentence_explorer", "importance_explorer", "adversary_explorer", "permutation_explorer", "needle_figure", "needle_explorer", "lambda_figures", "lambda_explorer", "null_space_figure", "null_space_explorer", "head_figure", "head_explorer", "deception_figure", "deception_explorer", "rollout_figure", "rollout_explorer"]
+__all__ = ["KERNEL_NOTE", "measures_explorer", "temperature_explorer", "tempered", "sentence_explorer", "importance_explorer", "adversary_explorer", "permutation_explorer", "needle_figure", "needle_explorer", "lambda_figures", "lambda_explorer", "null_space_figure", "null_space_explorer", "head_figure", "head_explorer", "deception_figure", "deception_explorer", "rollout_figure", "rollout_explorer"]
+
+
+#: The line above every explorer's controls: on a static page they look live but are not.
+KERNEL_NOTE = (
+    "Interactive: the controls recompute in a running notebook (Jupyter, Colab or Binder). "
+    "On the book's static page they show their default setting."
+)
+
+
+def _panel(children: list):
+    """An explorer: the kernel note, then its controls and output, one under the other."""
+    import ipywidgets as W
+
+    note = W.HTML(f'<span style="font-size:0.85em;opacity:0.8">{KERNEL_NOTE}</span>')
+    return W.VBox([note, *children])
 
 
 def _normalise(w) -> np.ndarray:
@@ -45,7 +62,7 @@ def measures_explorer(p: Sequence[float], q: Sequence[float], tokens: Sequence[s
     for s in ps + qs:
         s.observe(redraw, names="value")
     redraw()
-    return W.VBox([W.HBox([W.VBox(ps), W.VBox(qs)]), out])
+    return _panel([W.HBox([W.VBox(ps), W.VBox(qs)]), out])
 
 
 def temperature_explorer(p: Sequence[float], tokens: Sequence[str], temperature: float = 1.0):
@@ -69,7 +86,7 @@ def temperature_explorer(p: Sequence[float], tokens: Sequence[str], temperature:
 
     slider.observe(redraw, names="value")
     redraw()
-    return W.VBox([slider, out])
+    return _panel([slider, out])
 
 
 def tempered(p, temperature: float) -> np.ndarray:
@@ -127,7 +144,7 @@ def sentence_explorer(models: dict, vocab, text: str = "a gorgeous , witty film 
     box.observe(redraw, names="value")
     choice.observe(redraw, names="value")
     redraw()
-    return W.VBox([box, choice, out])
+    return _panel([box, choice, out])
 
 
 def _figure_out(out, draw):
@@ -185,7 +202,7 @@ def adversary_explorer(model, split, indices: Sequence[int], *, eps: float = 0.0
     for w in (eps_slider, k_slider):
         w.observe(lambda *_: _figure_out(out, draw), names="value")
     _figure_out(out, draw)
-    return W.VBox([W.HBox([eps_slider, k_slider]), out])
+    return _panel([W.HBox([eps_slider, k_slider]), out])
 
 
 def permutation_explorer(results: dict, split, attention: dict, index: int = 0):
@@ -215,7 +232,7 @@ def _model_instance_explorer(results: dict, what: str, draw, index: int = 0):
     for w in (choice, pick):
         w.observe(lambda *_: _figure_out(out, lambda: draw(choice.value, pick.value)), names="value")
     _figure_out(out, lambda: draw(choice.value, pick.value))
-    return W.VBox([W.HBox([choice, pick]), out])
+    return _panel([W.HBox([choice, pick]), out])
 
 
 def needle_figure(models: dict, vocab, marker: str = "superb", length: int = 150, seed: int = 0):
@@ -258,7 +275,7 @@ def needle_explorer(models: dict, vocab, marker: str = "superb", length: int = 1
     for w in (length_slider, marker_box, sentence_seed):
         w.observe(redraw, names="value")
     redraw()
-    return W.VBox([W.HBox([length_slider, marker_box, sentence_seed]), out])
+    return _panel([W.HBox([length_slider, marker_box, sentence_seed]), out])
 
 
 def lambda_figures(sweep, indices: Sequence[int], lam, *, points: dict | None = None, split="test"):
@@ -321,7 +338,7 @@ def lambda_explorer(sweep, indices: Sequence[int], lam=None, *, points: dict | N
 
     slider.observe(redraw, names="value")
     redraw()
-    return W.VBox([slider, label, out])
+    return _panel([slider, label, out])
 
 
 def null_space_figure(trace, tokens: Sequence[Sequence[str]], sentence: int = 0, layer: int = 0, head: int = 0,
@@ -383,7 +400,7 @@ def null_space_explorer(trace, tokens: Sequence[Sequence[str]], sentence: int = 
     for w in (pick, lay, hd, step):
         w.observe(redraw, names="value")
     redraw()
-    return W.VBox([pick, W.HBox([lay, hd, step]), out])
+    return _panel([pick, W.HBox([lay, hd, step]), out])
 
 
 HEAD_EDITS = ("permute", "ablate")
@@ -453,7 +470,7 @@ def head_explorer(model, split, indices: Sequence[int], *, index: int | None = N
     for w in (pick, lay, hd, what):
         w.observe(redraw, names="value")
     redraw()
-    return W.VBox([pick, W.HBox([lay, hd]), what, out])
+    return _panel([pick, W.HBox([lay, hd]), what, out])
 
 
 def _words_attention(model, batch) -> np.ndarray:
@@ -518,7 +535,7 @@ def deception_explorer(models: dict, split, indices: Sequence[int], *, family: s
     for w in (pick, which):
         w.observe(redraw, names="value")
     redraw()
-    return W.VBox([pick, which, out])
+    return _panel([pick, which, out])
 
 
 def rollout_figure(model, split, index: int = 0, residual: float = 0.5):
@@ -552,4 +569,4 @@ def rollout_explorer(model, split, indices: Sequence[int], *, residual: float = 
     for w in (pick, weight):
         w.observe(redraw, names="value")
     redraw()
-    return W.VBox([pick, weight, out])
+    return _panel([pick, weight, out])

@@ -1,0 +1,102 @@
+"""The chapters as a plain notebook front end shows them: Colab, JupyterLab without jupyterlab-myst,
+VS Code, GitHub. nbconvert renders the committed notebooks (markdown cells and outputs, no MyST),
+and nothing the reader sees may be MyST syntax: no ``{glue}`` or ``{cite}`` role, no
+``{exercise}`` fence, no option line. The prose that quotes the run is the Markdown output of a
+``prose`` cell (attnlib.presentation.glue.prose), so it must be there, resolved, in the outputs.
+"""
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+nbconvert = pytest.importorskip("nbconvert", reason="nbconvert is in the [test] extra")
+
+ROOT = Path(__file__).resolve().parents[1]
+CHAPTERS = sorted((ROOT / "chapters").glob("[0-9]*.ipynb"))
+sys.path.insert(0, str(ROOT / "tools"))
+import grade  # noqa: E402
+
+#: What a plain front end would show raw: MyST roles and directives, their option lines, and the
+#: placeholder of a prose field that was never filled.
+RAW = re.compile(
+    r"\{(?:glue|cite|exercise|solution|ref|numref|doc|eq|term|download)[\w:-]*\}"
+    r"|^:(?:label|class|name):"
+    r"|\{ch\d\d_\w+(?::[^{}]*)?\}",
+    re.MULTILINE,
+)
+EXERCISE = re.compile(r'^> <a id="(ex-[\w-]+)"></a>\*\*Exercise (\d+)\.(\d+): [^*\n]+\*\*', re.MULTILINE)
+
+
+def _tags(cell) -> list[str]:
+    return list(cell.get("metadata", {}).get("tags", []))
+
+
+def _visible_text(path: Path) -> tuple[str, str]:
+    """(html, its text) of the chapter as nbconvert renders it without inputs."""
+    exporter = nbconvert.HTMLExporter(template_name="basic", exclude_input=True)
+    html, _ = exporter.from_notebook_node(nbformat.read(path, as_version=4))
+    text = re.sub(r"<[^>]+>", " ", re.sub(r"<(script|style)\b.*?</\1>", " ", html, flags=re.S))
+    return html, text
+
+
+def test_there_are_chapters():
+    assert len(CHAPTERS) >= 16
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_a_plain_render_shows_no_myst_syntax(path):
+    html, text = _visible_text(path)
+    raw = sorted({m.group(0) for m in RAW.finditer(text)})
+    assert not raw, f"{path.name} shows raw MyST syntax in a plain front end: {raw[:8]}"
+    fences = re.findall(r'class="language-\{[^"]*"', html)
+    assert not fences, f"{path.name}: a MyST directive fence renders as a code block: {fences}"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_prose_cells_are_hidden_and_their_paragraphs_are_in_the_outputs(path):
+    nb = nbformat.read(path, as_version=4)
+    prose = [c for c in nb.cells if "prose" in _tags(c)]
+    assert prose, f"{path.name}: no prose cell"
+    for cell in prose:
+        assert cell.cell_type == "code" and "prose(" in cell.source, cell.source[:60]
+        assert "hide-input" in _tags(cell), f"{path.name}: a prose cell shows its input in the book"
+        assert cell.metadata.get("jupyter", {}).get("source_hidden"), "JupyterLab shows its input"
+        assert cell.metadata.get("cellView") == "form", "Colab shows its input"
+        outs = [o for o in cell.get("outputs", []) if o.get("output_type") in ("execute_result", "display_data")]
+        assert len(outs) == 1 and len(cell.outputs) == 1, f"{path.name}: {cell.source[:60]!r}"
+        data = outs[0]["data"]
+        # nbval compares text/plain: it is the paragraph itself, numbers included
+        assert data["text/markdown"] == data["text/plain"] and data["text/markdown"].strip()
+    # a markdown cell never quotes the run: only prose cells do
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            assert not RAW.search(cell.source), f"{path.name}: {cell.source[:80]!r}"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_exercises_are_numbered_per_chapter_as_the_starters_say(path):
+    """Exercise N.k: N the chapter, k its place; its starter says the same; labels unique."""
+    nb = nbformat.read(path, as_version=4)
+    chapter = int(path.name.split("_")[0])
+    opening = [(i, m) for i, c in enumerate(nb.cells) if c.cell_type == "markdown"
+               for m in [EXERCISE.search(c.source)] if m]
+    assert len(opening) >= 2, f"{path.name}: fewer than two exercises"
+    labels = [m.group(1) for _, m in opening]
+    assert len(set(labels)) == len(labels), f"{path.name}: labels repeat: {labels}"
+    assert labels == grade.labels_of(nb), "the grader reads other labels"
+    for k, (start, m) in enumerate(opening, start=1):
+        assert (int(m.group(2)), int(m.group(3))) == (chapter, k), m.group(0)
+        end = opening[k][0] if k < len(opening) else len(nb.cells)
+        said = {s for c in nb.cells[start:end] if c.cell_type == "code"
+                for s in re.findall(r"Exercise (\d+\.\d+)", c.source)}
+        assert said == {f"{chapter}.{k}"}, f"{path.name}: exercise {chapter}.{k}'s starter says {said}"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_the_grader_runs_no_prose_cell(path):
+    """The grader runs the opening cells and the exercises' cells, never prose that quotes the middle."""
+    nb = nbformat.read(path, as_version=4)
+    ran = grade.setup_cells(nb) + grade.exercise_cells(nb)
+    assert ran and not [i for i in ran if "prose" in _tags(nb.cells[i])]

@@ -18,6 +18,10 @@ contents is checked without touching this script. For each page it fails on:
   ``\\begin{``;
 * a missing figure: an ``<img>`` that does not decode (``naturalWidth == 0``);
   chapter pages (those under ``chapters/``) must show at least one image;
+* a figure whose text the page draws under 9 px: attnlib.viz draws no text under 7 pt
+  (9.7 px at 1:1), so a figure shown narrower than 0.93 of the width it was drawn for
+  (a 2x PNG's ``width`` attribute, else its pixels) fails; the summary line gives each
+  page's smallest figure text;
 * an embedded ipywidget that does not render: a
   ``<script type="application/vnd.jupyter.widget-view+json">`` whose
   ``div.widget-subarea`` (inserted by the ipywidgets HTML manager) holds no
@@ -80,6 +84,10 @@ CHAPTER_PREFIXES = ("chapters/",)
 IGNORED_LOCAL_404 = ("/favicon.ico",)
 #: The window of the desktop checks, and of the phone checks (CSS pixels; a 6.1-inch phone).
 DESKTOP_VIEWPORT = {"width": 1280, "height": 900}
+#: The smallest figure text at 1:1: attnlib.viz.MIN_FONT_PT (7 pt) at 100 dpi, in px.
+MIN_FIGURE_TEXT_PX_DRAWN = 7 * 100 / 72
+#: What a page must show of it at 1280 px (issue 25: text >= 9 px on the page).
+MIN_FIGURE_TEXT_PX = 9.0
 PHONE_VIEWPORT = {"width": 390, "height": 844}
 #: At the phone width: the sidebar buttons, and the links each must bring into view.
 PRIMARY_TOGGLE = "button.primary-toggle:visible"
@@ -100,6 +108,7 @@ class PageResult:
     console_errors: list[str] = field(default_factory=list)
     n_math: int = 0
     n_images: int = 0  # images in the page's content that loaded
+    smallest_figure_text_px: float = float("inf")  # at 1280 px, from the floor of attnlib.viz
     n_widgets: int = 0
     n_widgets_rendered: int = 0
     screenshot: str | None = None
@@ -114,7 +123,8 @@ class PageResult:
         kind = "chapter" if self.is_chapter else "page"
         line = (
             f"{status} {self.page} ({kind}): math={self.n_math} images={self.n_images} "
-            f"widgets={self.n_widgets_rendered}/{self.n_widgets} "
+            + (f"figure-text>={self.smallest_figure_text_px:.1f}px " if self.n_images else "")
+            + f"widgets={self.n_widgets_rendered}/{self.n_widgets} "
             f"external_requests={len(self.external_requests)} "
             f"console_errors={len(self.console_errors)}"
         )
@@ -242,7 +252,10 @@ async () => {
     img.loading = "eager";
     try { await Promise.race([img.decode(), new Promise((_, r) => setTimeout(r, 10000))]); }
     catch (e) { /* judged by naturalWidth below */ }
-    out.push({src: img.getAttribute("src") || "", w: img.naturalWidth,
+    // the width the figure was drawn for (a 2x "retina" PNG says so in its width attribute)
+    const drawn = parseFloat(img.style.width) || parseFloat(img.getAttribute("width")) || img.naturalWidth;
+    out.push({src: img.getAttribute("src") || "", w: img.naturalWidth, drawn: drawn,
+              shown: img.getBoundingClientRect().width,
               ok: img.complete && img.naturalWidth > 0,
               // the page's own content, not the theme's (launch-button logos)
               content: img.closest("article, .bd-article") !== null});
@@ -436,6 +449,17 @@ def _check_page(context, server: _Server, html_dir: Path, page: str, screenshot_
                 res.failures.append(f"image did not load: {img['src'][:120]}")
         if res.is_chapter and not any(i["content"] for i in images):
             res.failures.append("chapter page has no figure (every chapter shows at least one image)")
+        # The figures' text as the page draws it: attnlib.viz draws nothing under MIN_FONT_PT
+        # (7 pt: 9.7 px at matplotlib's 100 dpi), so a figure shown at `shown` px of the `drawn`
+        # px it was made for shows its smallest text at 9.7 * shown / drawn px.
+        for img in images:
+            if img["ok"] and img["content"] and img["drawn"] > 0 and img["shown"] > 0:
+                smallest = MIN_FIGURE_TEXT_PX_DRAWN * img["shown"] / img["drawn"]
+                res.smallest_figure_text_px = min(res.smallest_figure_text_px, smallest)
+                if smallest < MIN_FIGURE_TEXT_PX:
+                    res.failures.append(
+                        f"figure text {smallest:.1f} px on the page (drawn {img['drawn']:.0f} px wide, "
+                        f"shown at {img['shown']:.0f}): under {MIN_FIGURE_TEXT_PX} px: {img['src'][:80]}")
 
         if screenshot_dir is not None:
             screenshot_dir.mkdir(parents=True, exist_ok=True)

@@ -187,3 +187,31 @@ def test_progress_bars_leave_the_page_and_interactive_widgets_stay():
     assert left == [v for v in views if v not in bars]
     assert len(doc.children) == len(left) + 1  # the bars' empty output boxes went too
     assert hpb.progress_bar_ids({}) == set() and hpb.remove_progress_bars(doc, {}) == 0
+
+
+def test_a_figures_alt_text_is_the_description_the_kernel_wrote_into_its_png():
+    """attnlib.viz's 2x PNG carries viz.describe(fig); tools/figure_alt.py reads it back (tEXt and iTXt)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from IPython.core.pylabtools import retina_figure
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+    import figure_alt
+
+    from attnlib import viz
+
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [0, 1], label="attention")
+    ax.set(title="Kendall τ", xlabel="layer", ylabel="r")
+    ax.legend()
+    text = viz.describe(fig)
+    assert text == "A figure of one panel. Kendall τ: x: layer; y: r. Legend: attention."
+    png, size = retina_figure(fig, metadata={"Description": text})  # τ: not Latin-1, an iTXt chunk
+    assert figure_alt.png_description(png) == text
+    fig.suptitle("plain")
+    png, _ = retina_figure(fig, metadata={"Description": viz.describe(fig, "Two lines.")})
+    assert figure_alt.png_description(png) == "Two lines."
+    assert figure_alt.png_description(b"not a png") is None
+    plt.close(fig)

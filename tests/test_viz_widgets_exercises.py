@@ -23,8 +23,41 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(autouse=True)
 def _close_figures():
+    """Every figure a test leaves open must read well in the book's column (viz.unreadable)."""
     yield
-    plt.close("all")
+    try:
+        problems = {n: viz.unreadable(plt.figure(n)) for n in plt.get_fignums()}
+        problems = {n: p for n, p in problems.items() if p}
+        assert not problems, f"figures that would not read well on the page: {problems}"
+    finally:
+        plt.close("all")
+
+
+def test_fit_column_narrows_wide_figures_and_raises_small_text():
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.4))
+    for ax in axes:
+        ax.plot([0, 1], [0, 1])
+        ax.set_title("panel", fontsize=10)
+    axes[0].text(0.5, 0.5, "n=12", fontsize=5)
+    assert len(viz.unreadable(fig)) == 2
+    assert viz.fit_column(fig) is fig and viz.unreadable(fig) == []
+    assert viz.COLUMN_INCHES - 0.1 < fig.get_size_inches()[0] <= viz.COLUMN_INCHES
+    assert fig.get_size_inches()[1] == pytest.approx(3.4)  # the height is kept
+    assert axes[0].texts[0].get_fontsize() == viz.MIN_FONT_PT
+    # a figure the caller made and passed as ax= keeps its size
+    fig2, ax2 = plt.subplots(figsize=(9, 3))
+    viz.plot_training_history({"m": [{"epoch": 1, "dev_roc_auc": 0.5}, {"epoch": 2, "dev_roc_auc": 0.6}]}, ax=ax2)
+    assert fig2.get_size_inches()[0] == pytest.approx(9)
+    plt.close(fig2)
+
+
+def test_colour_bars_say_what_the_colour_means():
+    fig = viz.attention_heatmap([["a", "b"]], [[0.2, 0.8]])
+    bars = [ax for ax in fig.axes if ax is not fig.axes[0]]
+    assert bars and bars[0].get_ylabel() == "attention weight"
+    fig = viz.matrix_heatmaps({"A": np.eye(3) / 3, "diff": np.eye(3) - 0.5}, ["x", "y", "z"], diverging=("diff",))
+    labels = [ax.get_ylabel() for ax in fig.axes if ax.get_label() == "<colorbar>"]
+    assert labels == ["attention weight", "signed weight (0 at white)"]
 
 
 def test_attention_heatmap_draws_every_token_and_wraps():
@@ -449,7 +482,8 @@ def test_identifiability_figures():
     assert fig3.axes[0].get_ylabel().startswith("Pearson")
     A = rng.dirichlet(np.ones(4), size=4)
     fig4 = viz.matrix_heatmaps({"A": A, "A + Ã": A, "Ã": A - A.T}, list("abcd"), diverging=["Ã"])
-    assert len(fig4.axes) == 6  # three panels and their colour bars
+    # three panels and their colour bars, two a row (a fourth, empty place hidden)
+    assert len([ax for ax in fig4.axes if ax.get_visible()]) == 6
     with pytest.raises(ValueError, match="expected"):
         viz.matrix_heatmaps({"A": A}, list("abc"))
     table = pd.DataFrame({"linear/cosine": [1.0, 0.9, 0.8]}, index=[0, 1, 2])

@@ -3,10 +3,21 @@
 Every function draws on a matplotlib Axes (made if not given) and returns the Figure,
 so a chapter cell is one call. Colours: attention is drawn in one sequential map
 (``ATTENTION_CMAP``) everywhere in the book, so heatmaps can be compared across chapters.
+
+Readable on the page: every figure a function here returns goes through :func:`fit_column`,
+so it is at most the book's column wide (:data:`COLUMN_INCHES`, 688 px at matplotlib's 100
+dpi, drawn 1:1 in the page) and none of its text is under :data:`MIN_FONT_PT` (7 pt, 9.7 px
+at 1:1). In a notebook kernel the figures are sent at twice that resolution ("retina": the
+PNG has 2x the pixels and is shown at 1x), sharp on a phone or a high-density screen.
+Colour bars say what their colour means. Each figure sent from a kernel carries a text
+description of itself (:func:`describe`: title, panels, axes, legend, colour bars) in its
+PNG, which the book build uses as the image's alt text (``tools/figure_alt.py``).
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
+
+import functools
 
 import matplotlib
 import matplotlib.pyplot as plt
@@ -14,6 +25,13 @@ import numpy as np
 
 __all__ = [
     "ATTENTION_CMAP",
+    "COLUMN_INCHES",
+    "MIN_FONT_PT",
+    "fit_column",
+    "unreadable",
+    "method_style",
+    "LINE_CYCLE",
+    "describe",
     "plot_relevance_by_layer",
     "plot_layer_correlations",
     "attention_heatmap",
@@ -48,6 +66,204 @@ __all__ = [
 ]
 
 ATTENTION_CMAP = "Oranges"
+#: The text column of the built book (sphinx-book-theme at 1280 px): 688 px, at 100 dpi.
+COLUMN_INCHES = 6.88
+#: The smallest text a figure draws: 7 pt is 9.7 px on the page at 1:1 (100 dpi).
+MIN_FONT_PT = 7.0
+_SLACK = 0.03  # inches (3 px): a tight box moves by a pixel or two when the layout is redone
+
+
+def _texts(fig):
+    return [t for t in fig.findobj(matplotlib.text.Text) if t.get_visible() and t.get_text().strip()]
+
+
+def fit_column(fig):
+    """Make ``fig`` readable in the book's column, in place; returns it.
+
+    Text under :data:`MIN_FONT_PT` is raised to it. A figure wider than :data:`COLUMN_INCHES`
+    is narrowed to it (its height kept) and, when its axes are a grid of subplots, laid out
+    again, so the page shows it 1:1 instead of shrinking its text.
+    """
+    for text in _texts(fig):
+        if text.get_fontsize() < MIN_FONT_PT:
+            text.set_fontsize(MIN_FONT_PT)
+    on_grid = fig.axes and all(ax.get_subplotspec() is not None for ax in fig.axes if ax.get_label() != "<colorbar>")
+    for _ in range(3):  # the PNG is cut to the drawing's tight box: text outside the axes counts too
+        width, height = fig.get_size_inches()
+        drawn = max(width, _tight_width(fig))
+        if drawn <= COLUMN_INCHES + _SLACK:
+            break
+        fig.set_size_inches(max(width - (drawn - COLUMN_INCHES) - _SLACK, 0.5 * COLUMN_INCHES), height)
+        _wrap_titles(fig)
+        if on_grid and not _lays_out_when_drawn(fig):
+            fig.tight_layout()
+    return fig
+
+
+def _lays_out_when_drawn(fig) -> bool:
+    """Whether the figure's layout engine redoes the layout at every draw (constrained layout)."""
+    from matplotlib.layout_engine import PlaceHolderLayoutEngine
+
+    engine = fig.get_layout_engine()
+    return engine is not None and not isinstance(engine, PlaceHolderLayoutEngine)
+
+
+def _wrap_titles(fig) -> None:
+    """Break each panel title that is wider than its panel over as many lines as it needs."""
+    import textwrap
+
+    renderer = fig.canvas.get_renderer()
+    for ax in fig.axes:
+        room = ax.get_window_extent(renderer).width
+        for title in (ax.title, ax._left_title, ax._right_title):
+            text = title.get_text()
+            wide = title.get_window_extent(renderer).width if text else 0.0
+            if wide > room > 0:
+                chars = max(8, int(len(text) * room / wide * 0.95))
+                title.set_text(textwrap.fill(" ".join(text.split()), chars))
+
+
+def _tight_width(fig) -> float:
+    """The width, in inches, of what the figure draws (the inline backend's ``bbox_inches="tight"``)."""
+    try:
+        return float(fig.get_tightbbox(fig.canvas.get_renderer()).width)
+    except (AttributeError, ValueError):
+        return float(fig.get_size_inches()[0])
+
+
+def unreadable(fig) -> list[str]:
+    """What keeps ``fig`` from reading well in the column (empty when nothing): too wide, text too small."""
+    problems = []
+    width = max(float(fig.get_size_inches()[0]), _tight_width(fig))
+    if width > COLUMN_INCHES + _SLACK:
+        problems.append(f"{width:.2f} in wide as drawn, more than the column's {COLUMN_INCHES}")
+    small = sorted({round(t.get_fontsize(), 1) for t in _texts(fig) if t.get_fontsize() < MIN_FONT_PT})
+    if small:
+        problems.append(f"text at {small} pt, under {MIN_FONT_PT}")
+    return problems
+
+
+#: The book's line cycle: each series differs from the next by its dash pattern as well as its
+#: colour, so lines can be told apart in print, in grey and by a colour-blind reader.
+LINE_CYCLE = matplotlib.cycler(
+    color=list(matplotlib.colormaps["tab10"].colors[:8]),
+    linestyle=["-", "--", "-.", ":", (0, (5, 1, 1, 1, 1, 1)), (0, (3, 1)), (0, (8, 2)), (0, (1, 2, 4, 2))],
+)
+
+
+def _fitted(draw):
+    """The public figure functions' decorator: drawn with :data:`LINE_CYCLE`, and what they
+    return goes through :func:`fit_column`."""
+
+    @functools.wraps(draw)
+    def wrapper(*args, **kwargs):
+        with plt.rc_context({"axes.prop_cycle": LINE_CYCLE}):
+            result = draw(*args, **kwargs)
+        if kwargs.get("ax") is not None:  # drawn into the caller's figure: its size is theirs
+            return result
+        return fit_column(result) if isinstance(result, matplotlib.figure.Figure) else result
+
+    return wrapper
+
+
+_LINE_STYLES = ("-", "--", "-.", (0, (1, 1)), (0, (5, 1, 1, 1, 1, 1)), (0, (3, 1)), (0, (8, 2)), (0, (1, 2, 4, 2)))
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+
+
+def method_style(method: str) -> dict:
+    """How an explanation method is drawn in every figure: colour, line style and marker.
+
+    Eight methods in eight colours (tab10) are hard to tell apart, in print and for a
+    colour-blind reader; each also gets its own dash pattern and marker. ``random`` (the
+    baseline) is a grey dotted line without markers. Keyword arguments for ``Axes.plot``.
+    """
+    from ..experiments.explanations import METHODS
+
+    if method == "random":
+        return dict(color="grey", ls=":", marker="", label=method)
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; the methods are {', '.join(METHODS)} and random")
+    k = METHODS.index(method)
+    colour = plt.get_cmap("tab10").colors[k % 10]
+    return dict(color=colour, ls=_LINE_STYLES[k % len(_LINE_STYLES)], marker=_MARKERS[k % len(_MARKERS)],
+                markersize=4, label=method)
+
+
+def describe(fig, text: str | None = None) -> str:
+    """What ``fig`` shows, in words: its alt text on the page.
+
+    ``text``: a description written for this figure, kept with it and returned from then on.
+    Otherwise one is made from what the figure says about itself: its title, each panel's
+    title and axis labels, the legend's entries and what each colour bar measures.
+    """
+    if text is not None:
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError("text must be a non-empty description")
+        fig._attnlib_description = text.strip()
+    if getattr(fig, "_attnlib_description", None):
+        return fig._attnlib_description
+
+    def said(t) -> str:
+        return " ".join(t.get_text().split()) if t is not None and t.get_visible() else ""
+
+    bars = [ax for ax in fig.axes if ax.get_label() == "<colorbar>" or getattr(ax, "_colorbar", None) is not None]
+    panels = [ax for ax in fig.axes if ax not in bars and ax.axison]
+    measured = list(dict.fromkeys(m for ax in bars for m in [said(ax.yaxis.label) or said(ax.xaxis.label)] if m))
+    parts = []
+    title = said(fig._suptitle)
+    if title:
+        parts.append(f"{title}.")
+    n = len(panels)
+    if n:
+        parts.append("A figure of one panel." if n == 1 else f"A figure of {n} panels.")
+    labels: list[str] = []
+    for ax in panels:
+        name = " ".join(x for x in (said(ax.title), said(ax._left_title), said(ax._right_title)) if x)
+        axes = [f"{k} {v}" for k, v in (("x:", said(ax.xaxis.label)), ("y:", said(ax.yaxis.label))) if v]
+        if name or axes:
+            parts.append(" ".join(filter(None, [f"{name}:" if name and axes else name, "; ".join(axes)])) + ".")
+        legend = ax.get_legend()
+        for entry in ([] if legend is None else legend.get_texts()):
+            if said(entry) and said(entry) not in labels:
+                labels.append(said(entry))
+    for legend in fig.legends:
+        labels += [said(t) for t in legend.get_texts() if said(t) and said(t) not in labels]
+    if labels:
+        parts.append("Legend: " + ", ".join(labels) + ".")
+    if not panels:  # drawn without axes: words shaded by a weight (attention_heatmap)
+        words = [said(t) for ax in fig.axes if ax not in bars for t in ax.texts if said(t)]
+        shade = " and ".join(measured) or "weight"
+        parts.append(f"Words shaded by {shade}: " + " ".join(words[:60]) + (" ..." if len(words) > 60 else "") + ".")
+    elif measured:
+        parts.append("Colour: " + ", ".join(measured) + ".")
+    return " ".join(parts)
+
+
+def _png_2x(fig):
+    """The inline backend's PNG for a figure, at twice the pixels, shown at 1x, described."""
+    from IPython.core.pylabtools import retina_figure
+
+    return retina_figure(fig, metadata={"Description": describe(fig)})
+
+
+def _send_retina() -> None:
+    """In a notebook kernel, send figures at 2x resolution (shown at 1x) with their description."""
+    try:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+    except ImportError:
+        return
+    if shell is None or not hasattr(shell, "display_formatter"):
+        return
+    try:  # the inline backend sets its own PNG formatter when it loads (at the first figure): load it now
+        import matplotlib_inline.backend_inline  # noqa: F401
+    except ImportError:
+        pass
+    shell.display_formatter.formatters["image/png"].for_type(matplotlib.figure.Figure, _png_2x)
+
+
+_send_retina()
 _MEASURE_COLOURS = {"p": "#1f77b4", "q": "#d62728"}
 
 
@@ -71,15 +287,17 @@ def _init_renderer():
     _text_width_points.renderer = RendererAgg(10, 10, 72)  # type: ignore[attr-defined]
 
 
+@_fitted
 def attention_heatmap(
     sentences: Sequence[Sequence[str]],
     weights: Sequence[Sequence[float]],
     *,
     titles: Sequence[str] | None = None,
-    width: float = 7.5,
+    width: float = COLUMN_INCHES,
     vmax: float | None = None,
     highlight: Sequence[Sequence[bool]] | None = None,
     fontsize: float = 11,
+    colorbar_label: str = "attention weight",
 ):
     """Draw sentences with each token's background shaded by its weight (J&W 2019, Fig. 1).
 
@@ -90,6 +308,7 @@ def attention_heatmap(
         width: figure width in inches; long sentences wrap.
         vmax: colour scale maximum (default: the largest weight shown, shared by all rows).
         highlight: optional per-token booleans, drawn bold and underlined (e.g. a known rationale).
+        colorbar_label: what the colour shows (another score than attention: say which).
     """
     if len(sentences) != len(weights):
         raise ValueError(f"got {len(sentences)} sentences but {len(weights)} weight vectors")
@@ -98,7 +317,7 @@ def attention_heatmap(
     _init_renderer()
     family = "DejaVu Sans"
     pad = 0.6 * fontsize  # points between tokens
-    usable = (width - 0.9) * 72.0  # leave room for the colour bar
+    usable = (width - 1.1) * 72.0  # leave room for the colour bar and its label
     lines: list[tuple[str, list]] = []
     for i, (tokens, w) in enumerate(zip(sentences, weights)):
         w = _as_list(w)
@@ -140,14 +359,16 @@ def attention_heatmap(
             )
             if mark:
                 ax.plot([x, x + tw], [y + 0.55 * fontsize] * 2, color="#1f77b4", lw=1.6)
-    cax = fig.add_axes([1 - 0.7 / width, 0.15, 0.12 / width, 0.7])
+    cax = fig.add_axes([1 - 0.9 / width, 0.15, 0.12 / width, 0.7])
     shown = matplotlib.colors.ListedColormap(cmap(np.linspace(0.0, 0.9, 256)))  # the range used above
     sm = plt.cm.ScalarMappable(cmap=shown, norm=plt.Normalize(0, vmax))
-    fig.colorbar(sm, cax=cax)
+    bar = fig.colorbar(sm, cax=cax)
+    bar.set_label(colorbar_label, fontsize=8)
     cax.tick_params(labelsize=7)
     return fig
 
 
+@_fitted
 def plot_distributions(
     distributions: dict[str, Sequence[float]],
     tokens: Sequence[str],
@@ -183,6 +404,7 @@ def plot_distributions(
     return fig
 
 
+@_fitted
 def plot_training_history(histories: dict[str, Sequence[dict]], *, metric: str = "dev_roc_auc", ax=None, best: dict | None = None):
     """Dev metric per epoch for several models; ``best`` marks each model's kept epoch."""
     if ax is None:
@@ -204,6 +426,7 @@ def plot_training_history(histories: dict[str, Sequence[dict]], *, metric: str =
     return fig
 
 
+@_fitted
 def plot_metric_relation(x, y, *, xlabel: str, ylabel: str, line=None, line_label: str | None = None, ax=None, title=None):
     """Scatter of one measure against another, with an optional reference line y = line(x)."""
     if ax is None:
@@ -225,6 +448,7 @@ def plot_metric_relation(x, y, *, xlabel: str, ylabel: str, line=None, line_labe
     return fig
 
 
+@_fitted
 def plot_scores(scores: dict[str, float], *, limits: dict[str, tuple[float, float]] | None = None, ax=None, title=None):
     """Horizontal bars of named scores (e.g. TVD, JSD, tau), each drawn against its own range."""
     if ax is None:
@@ -251,6 +475,7 @@ def plot_scores(scores: dict[str, float], *, limits: dict[str, tuple[float, floa
     return fig
 
 
+@_fitted
 def measures_figure(p, q, tokens: Sequence[str], *, names=("p", "q"), title: str | None = None):
     """Two distributions side by side with their TVD, JSD and Kendall tau (Chapter 2)."""
     from ..metrics import jsd, kendall_tau, tvd
@@ -275,6 +500,7 @@ def measures_figure(p, q, tokens: Sequence[str], *, names=("p", "q"), title: str
     return fig
 
 
+@_fitted
 def plot_jsd_vs_tvd(d_tvd, d_jsd, *, threshold: float | None = 0.49, title: str | None = None):
     """JSD against TVD for many pairs, with the bounds TVD^2/2 <= JSD <= ln2 * TVD (Chapter 2)."""
     fig = plot_metric_relation(d_tvd, d_jsd, xlabel="TVD(p, q)", ylabel="JSD(p, q)", title=title)
@@ -288,6 +514,7 @@ def plot_jsd_vs_tvd(d_tvd, d_jsd, *, threshold: float | None = 0.49, title: str 
     return fig
 
 
+@_fitted
 def plot_violins_by_bin(
     frame,
     *,
@@ -351,6 +578,7 @@ def plot_violins_by_bin(
     return fig
 
 
+@_fitted
 def plot_tau_distributions(taus: dict, *, title: str | None = None, ax=None, bins: int = 30):
     """Overlaid histograms of per-instance Kendall tau for several comparisons (J&W Figs. 3-4)."""
     if ax is None:
@@ -374,6 +602,7 @@ def plot_tau_distributions(taus: dict, *, title: str | None = None, ax=None, bin
     return fig
 
 
+@_fitted
 def compare_heatmap(tokens: Sequence[str], rows: dict, *, header: str | None = None, normalise: bool = True, **kwargs):
     """One sentence shaded several times, one row per named weighting (attention, gradient, ...).
 
@@ -389,6 +618,7 @@ def compare_heatmap(tokens: Sequence[str], rows: dict, *, header: str | None = N
     return attention_heatmap([list(tokens)] * len(rows), weights, titles=titles, **kwargs)
 
 
+@_fitted
 def adversary_heatmap(result, split, positions: Sequence[int] | None = None, **kwargs):
     """Original vs eps-max adversarial attention, two rows per sentence (J&W 2019, Fig. 1).
 
@@ -409,6 +639,7 @@ def adversary_heatmap(result, split, positions: Sequence[int] | None = None, **k
     return attention_heatmap(sentences, weights, titles=titles, **kwargs)
 
 
+@_fitted
 def permutation_figure(result, split, i: int, attention: Sequence, *, name: str = ""):
     """One instance of a permutation experiment: its attention, and the output change of every permutation.
 
@@ -438,6 +669,7 @@ def permutation_figure(result, split, i: int, attention: Sequence, *, name: str 
     return fig
 
 
+@_fitted
 def plot_violin_panels(frames: dict, *, ylabel: str, ylim=None, reference=None, reference_label=None, height: float = 2.9,
                        xlabel: str | None = None):
     """One :func:`plot_violins_by_bin` panel per entry of ``frames`` (title -> long frame), stacked."""
@@ -449,6 +681,7 @@ def plot_violin_panels(frames: dict, *, ylabel: str, ylim=None, reference=None, 
     return fig
 
 
+@_fitted
 def plot_dilution(frame, *, trained_range: tuple[int, int] | None = None, title: str | None = None):
     """p(positive) and the attention on the marker against sentence length (Chapter 6).
 
@@ -481,6 +714,7 @@ def plot_dilution(frame, *, trained_range: tuple[int, int] | None = None, title:
     return fig
 
 
+@_fitted
 def plot_needle_attention(rows: dict, marker_position: int, *, title: str | None = None):
     """Attention over the positions of one long sentence, one panel per model; the marker in red.
 
@@ -513,6 +747,7 @@ def _finish(fig, ax, title: str | None, *, legend: bool = False):
     return fig
 
 
+@_fitted
 def plot_uniform_comparison(table, *, title: str | None = "test F1: trained vs uniform attention"):
     """Paired bars of F1 with trained and with uniform attention per (dataset, encoder), W&P's values as ticks.
 
@@ -542,6 +777,7 @@ def plot_uniform_comparison(table, *, title: str | None = "test F1: trained vs u
     return _finish(fig, ax, title, legend=True)
 
 
+@_fitted
 def plot_lambda_sweep(frame, *, points: dict | None = None, highlight=None, ax=None, title: str | None = None):
     """W&P's adversarial-training curve: mean attention JSD against mean output TVD, one point per lambda.
 
@@ -585,6 +821,7 @@ def plot_lambda_sweep(frame, *, points: dict | None = None, highlight=None, ax=N
     return _finish(fig, ax, title, legend=True)
 
 
+@_fitted
 def plot_guides(frame, *, metric: str = "test f1", title: str | None = None, ax=None):
     """W&P's Table 3 as bars: the diagnostic model's score per guide, with the seeds' sd and W&P's F1.
 
@@ -625,6 +862,7 @@ _RANKING_STYLE = {"attention": ("#ff7f0e", "-"), "random": ("#7f7f7f", "--"), "g
                   "attention_x_gradient": ("#2ca02c", "-.")}
 
 
+@_fitted
 def plot_flip_curves(panels: dict, *, title: str | None = None):
     """Serrano & Smith's ranked removal as curves: share of decisions flipped vs fraction of weights erased.
 
@@ -650,7 +888,7 @@ def plot_flip_curves(panels: dict, *, title: str | None = None):
         ax.set_xlabel("fraction of attention weights erased")
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)
-        ax.legend(frameon=False, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
+        ax.legend(frameon=False, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1)
         ax.spines[["top", "right"]].set_visible(False)
     axes[0, 0].set_ylabel("share of decisions flipped")
     if title:
@@ -660,6 +898,7 @@ def plot_flip_curves(panels: dict, *, title: str | None = None):
 
 
 # ----------------------------------------------------------------------------- Chapter 11: identifiability
+@_fitted
 def matrix_heatmaps(matrices: dict, tokens: Sequence[str], *, diverging: Sequence[str] = (), title: str | None = None,
                     size: float = 3.6):
     """Attention matrices (queries x keys) side by side, labelled with the tokens.
@@ -676,27 +915,39 @@ def matrix_heatmaps(matrices: dict, tokens: Sequence[str], *, diverging: Sequenc
             raise ValueError(f"matrix {name!r} has shape {np.shape(m)}; expected ({n}, {n}) for {n} tokens")
     plain = [np.asarray(m, float) for k, m in matrices.items() if k not in diverging]
     vmax = max((float(m.max()) for m in plain), default=1.0) or 1.0
-    fig, axes = plt.subplots(1, len(matrices), figsize=(size * len(matrices) + 0.6, size + 0.5))
-    fontsize = 8 if n <= 20 else 6 if n <= 40 else 4
-    for ax, (name, m) in zip(np.atleast_1d(axes), matrices.items()):
+    # at most two panels a row: three or more side by side shrink to stamps in the column
+    ncols = min(len(matrices), 2)
+    nrows = -(-len(matrices) // ncols)
+    side = min(size, (COLUMN_INCHES - 0.2) / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(side * ncols + 0.2, (side + 0.6) * nrows), squeeze=False)
+    fontsize = 8 if n <= 20 else 7
+    step = max(1, -(-n // 24))  # a readable label every `step` tokens
+    ticks = list(range(0, n, step))
+    for ax, (name, m) in zip(axes.ravel(), matrices.items()):
         m = np.asarray(m, float)
         if name in diverging:
             lim = float(np.abs(m).max()) or 1.0
             im = ax.imshow(m, cmap="RdBu_r", vmin=-lim, vmax=lim)
         else:
             im = ax.imshow(m, cmap=ATTENTION_CMAP, vmin=0, vmax=vmax)
-        ax.set_xticks(range(n), tokens, rotation=90, fontsize=fontsize)
-        ax.set_yticks(range(n), tokens, fontsize=fontsize)
+        ax.set_xticks(ticks, [tokens[i] for i in ticks], rotation=90, fontsize=fontsize)
+        ax.set_yticks(ticks, [tokens[i] for i in ticks], fontsize=fontsize)
         ax.set_title(name, fontsize=10)
-        ax.set_xlabel("key")
-        fig.colorbar(im, ax=ax, fraction=0.046, pad=0.03).ax.tick_params(labelsize=7)
-    np.atleast_1d(axes)[0].set_ylabel("query")
+        ax.set_xlabel("key" if step == 1 else f"key (a label every {step} tokens)")
+        bar = fig.colorbar(im, ax=ax, fraction=0.046, pad=0.03)
+        bar.set_label("signed weight (0 at white)" if name in diverging else "attention weight", fontsize=8)
+        bar.ax.tick_params(labelsize=7)
+    for ax in axes.ravel()[len(matrices):]:
+        ax.set_visible(False)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("query")
     if title:
         fig.suptitle(title, fontsize=11)
     fig.tight_layout()
     return fig
 
 
+@_fitted
 def plot_null_space(panels: dict, *, title: str | None = None, height: float = 3.3):
     """Null-space dimension against sentence length, one panel per model, with the line d_s - d_v.
 
@@ -726,6 +977,7 @@ def plot_null_space(panels: dict, *, title: str | None = None, height: float = 3
     return fig
 
 
+@_fitted
 def plot_group_mass(frame, groups: Sequence[str], *, title: str | None = None, reference: dict | None = None):
     """Mean attention mass on each group of tokens by layer, raw (solid) vs effective (dashed).
 
@@ -751,6 +1003,7 @@ def plot_group_mass(frame, groups: Sequence[str], *, title: str | None = None, r
     return _finish(fig, ax, title)
 
 
+@_fitted
 def plot_correlation_by_length(panels: dict, *, bins: Sequence[int], reference: dict | None = None,
                                title: str | None = None):
     """Pearson r between raw and effective attention against sentence length (mean +/- sd per length bin).
@@ -780,6 +1033,7 @@ def plot_correlation_by_length(panels: dict, *, bins: Sequence[int], reference: 
     return _finish(fig, ax, title)
 
 
+@_fitted
 def plot_token_identity(table, *, reference: dict | None = None, title: str | None = None, chance: float | None = None):
     """Token identifiability by layer: one line per probe/distance column of ``table`` (index: layer).
 
@@ -801,6 +1055,7 @@ def plot_token_identity(table, *, reference: dict | None = None, title: str | No
     return _finish(fig, ax, title)
 
 
+@_fitted
 def plot_head_grid(grids: dict, *, formats: dict | None = None, cmaps: dict | None = None, limits: dict | None = None,
                    title: str | None = None):
     """Layer x head tables as annotated heatmaps, side by side (e.g. accuracy and output TVD under permutation).
@@ -840,13 +1095,16 @@ def plot_head_grid(grids: dict, *, formats: dict | None = None, cmaps: dict | No
         if "all layers" in rows:
             ax.axhline(rows.index("all layers") - 0.5, color="white", lw=4)
         ax.set_title(name, fontsize=10)
-        fig.colorbar(im, ax=ax, fraction=0.046, pad=0.03).ax.tick_params(labelsize=7)
+        bar = fig.colorbar(im, ax=ax, fraction=0.046, pad=0.03)
+        bar.set_label(name, fontsize=8)
+        bar.ax.tick_params(labelsize=7)
     if title:
         fig.suptitle(title, fontsize=11)
     fig.tight_layout()
     return fig
 
 
+@_fitted
 def plot_pruning_curve(curves: dict, *, reference: dict | None = None, title: str | None = None, ax=None):
     """Accuracy against the fraction of heads pruned, one line per entry of ``curves``.
 
@@ -882,6 +1140,7 @@ def plot_pruning_curve(curves: dict, *, reference: dict | None = None, title: st
     return _finish(fig, ax, title)
 
 
+@_fitted
 def plot_adversarial_keys(frame, *, reference: dict | None = None, title: str | None = None, ax=None):
     """Accuracy against the attention's JSD from the original, one line per layer across the alphas.
 
@@ -908,6 +1167,7 @@ def plot_adversarial_keys(frame, *, reference: dict | None = None, title: str | 
     return _finish(fig, ax, title)
 
 
+@_fitted
 def plot_explanation_mass(shares, *, reference: float | None = None, title: str | None = None, ax=None):
     """The share of each explanation on a set of marked tokens, as grouped bars: one group per model (row).
 
@@ -938,6 +1198,7 @@ def plot_explanation_mass(shares, *, reference: float | None = None, title: str 
     return _finish(fig, ax, title, legend=True)
 
 
+@_fitted
 def plot_relevance_by_layer(tokens: Sequence[str], panels: dict, *, title: str | None = None,
                             width: float = 2.6):
     """One sentence's relevance after every layer, one heatmap per method (Abnar & Zuidema 2020, Fig. 3).
@@ -968,6 +1229,7 @@ def plot_relevance_by_layer(tokens: Sequence[str], panels: dict, *, title: str |
     return fig
 
 
+@_fitted
 def plot_layer_correlations(table, *, measures: dict | None = None, title: str | None = None):
     """Spearman's rho with importance against the layer, one panel per importance measure (A&Z, Tables 1-3).
 
@@ -999,6 +1261,7 @@ def plot_layer_correlations(table, *, measures: dict | None = None, title: str |
     return fig
 
 
+@_fitted
 def plot_audit(report, *, title: str | None = None):
     """The figure of an attention audit (:func:`attnlib.experiments.audit.audit`).
 

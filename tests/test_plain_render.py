@@ -56,12 +56,13 @@ def test_a_plain_render_shows_no_myst_syntax(path):
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
 def test_prose_cells_are_hidden_and_their_paragraphs_are_in_the_outputs(path):
+    """The book shows the paragraph alone (remove-input); JupyterLab and Colab fold the code."""
     nb = nbformat.read(path, as_version=4)
     prose = [c for c in nb.cells if "prose" in _tags(c)]
     assert prose, f"{path.name}: no prose cell"
     for cell in prose:
         assert cell.cell_type == "code" and "prose(" in cell.source, cell.source[:60]
-        assert "hide-input" in _tags(cell), f"{path.name}: a prose cell shows its input in the book"
+        assert "remove-input" in _tags(cell), f"{path.name}: a prose cell shows its input in the book"
         assert cell.metadata.get("jupyter", {}).get("source_hidden"), "JupyterLab shows its input"
         assert cell.metadata.get("cellView") == "form", "Colab shows its input"
         outs = [o for o in cell.get("outputs", []) if o.get("output_type") in ("execute_result", "display_data")]

@@ -153,3 +153,27 @@ def test_every_result_has_the_same_instance_fields_and_lists_what_it_left_out(na
         head = ["instance", "ranking"] if name == "ranked_removal" else ["instance"]
         assert list(frame.columns[: len(head) + 3]) == head + ["label", "predicted", "length"]
         assert set(frame["instance"]) == set(kept)
+
+
+def test_the_adversarys_defaults_live_in_one_place():
+    """counterfactual.ADVERSARY: every adversarial search of the book starts from it (issue 28)."""
+    import inspect
+
+    from attnlib.experiments import counterfactual, head_perturbation
+    from attnlib.presentation import widgets
+
+    settings = counterfactual.ADVERSARY
+    for fn in (counterfactual.adversarial_attention, head_perturbation.adversarial_heads):
+        params = inspect.signature(fn).parameters
+        assert {name: params[name].default for name in ("eps", "k", "steps", "lr")} == {
+            "eps": settings.eps, "k": settings.k, "steps": settings.steps, "lr": settings.lr}, fn.__name__
+    params = inspect.signature(widgets.adversary_explorer).parameters
+    assert params["eps"].default is None and params["k"].default is None  # None: ADVERSARY's
+
+
+def test_the_audits_integrated_gradients_steps_are_the_books():
+    import inspect
+
+    from attnlib.experiments import audit, explanations
+
+    assert inspect.signature(audit.audit).parameters["ig_steps"].default == explanations.IG_STEPS

@@ -58,7 +58,7 @@ from ..data import Batch, Dataset, Split, load_texts
 from ..models.protocol import check_token_model, eval_mode, model_name
 from ..uncertainty import bootstrap, rank_columns
 from .counterfactual import permute_attention
-from .explanations import explain, plausibility_by_instance
+from .explanations import IG_STEPS, explain, plausibility_by_instance
 from .faithfulness import faithfulness
 from .identifiability import trace_statistics
 
@@ -238,7 +238,7 @@ def audit(
     n_permutations: int = 20,
     permutation_instances: int | None = None,
     seed: int = 0,
-    ig_steps: int = 16,
+    ig_steps: int = IG_STEPS,
     methods=None,
     fit_head: bool | None = None,
     progress: bool = True,

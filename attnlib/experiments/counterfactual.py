@@ -54,6 +54,8 @@ __all__ = [
     "query_row_sources",
     "VERY_DIFFERENT_JSD",
     "MAX_ATTENTION_BINS",
+    "ADVERSARY",
+    "AdversarySettings",
 ]
 
 #: The book's threshold for a "very different" adversarial attention (about 70% of ln 2): the bin
@@ -62,6 +64,22 @@ __all__ = [
 VERY_DIFFERENT_JSD = 0.49
 #: J&W's bins of max attention for the violin plots: [0, .25), [.25, .5), [.5, .75), [.75, 1].
 MAX_ATTENTION_BINS = (0.0, 0.25, 0.5, 0.75, 1.0)
+
+
+@dataclass(frozen=True)
+class AdversarySettings:
+    """J&W's adversary (Alg. 3 and their code): the output budget ``eps`` (TVD), ``k`` candidates,
+    ``steps`` of Adam at learning rate ``lr``. The one place these defaults live: every search
+    of the book (a J&W classifier's attention, a transformer head's, the explorer) starts here."""
+
+    eps: float = 0.01
+    k: int = 5
+    steps: int = 500
+    lr: float = 0.01
+
+
+#: The adversary's defaults (:class:`AdversarySettings`).
+ADVERSARY = AdversarySettings()
 
 # How many instances share one tensor program. Instances are sorted by length and cut
 # into chunks of about this many rows (equal sizes), each padded only to its own longest
@@ -406,10 +424,10 @@ def adversarial_attention(
     model,
     split_or_batch,
     *,
-    eps: float = 0.01,
-    k: int = 5,
-    steps: int = 500,
-    lr: float = 0.01,
+    eps: float = ADVERSARY.eps,
+    k: int = ADVERSARY.k,
+    steps: int = ADVERSARY.steps,
+    lr: float = ADVERSARY.lr,
     penalty: float = 500.0,
     init_noise: float = 3.0,
     seed: int = 0,

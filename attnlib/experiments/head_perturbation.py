@@ -34,6 +34,7 @@ from ..models import Site, interventions
 from ..models.heads import check_sites
 from ..models.protocol import check_model
 from . import counterfactual
+from .counterfactual import ADVERSARY
 
 __all__ = ["HeadPermutationResult", "permute_heads", "adversarial_heads", "SCOPES"]
 
@@ -220,10 +221,10 @@ def adversarial_heads(
     split_or_batch,
     sites,
     *,
-    eps: float = 0.01,
-    k: int = 5,
-    steps: int = 500,
-    lr: float = 0.01,
+    eps: float = ADVERSARY.eps,
+    k: int = ADVERSARY.k,
+    steps: int = ADVERSARY.steps,
+    lr: float = ADVERSARY.lr,
     seed: int = 0,
     max_instances: int | None = None,
     progress: bool = False,

@@ -180,13 +180,20 @@ def importance_explorer(results: dict, split, index: int = 0):
     return _model_instance_explorer(results, "ImportanceResult", draw, index)
 
 
-def adversary_explorer(model, split, indices: Sequence[int], *, eps: float = 0.01, k: int = 5, steps: int = 300, seed: int = 0):
-    """Move eps (and k): re-run the adversarial search on a few sentences of ``split`` and redraw (Chapter 5)."""
+def adversary_explorer(model, split, indices: Sequence[int], *, eps: float | None = None, k: int | None = None,
+                       steps: int = 300, seed: int = 0):
+    """Move eps (and k): re-run the adversarial search on a few sentences of ``split`` and redraw (Chapter 5).
+
+    ``eps``, ``k``: where the sliders start (default: the adversary's, ``counterfactual.ADVERSARY``);
+    ``steps``: fewer than the adversary's 500, so that a slider move answers in seconds.
+    """
     import ipywidgets as W
 
-    from ..experiments.counterfactual import adversarial_attention
+    from ..experiments.counterfactual import ADVERSARY, adversarial_attention
     from .viz import adversary_heatmap
 
+    eps = ADVERSARY.eps if eps is None else eps
+    k = ADVERSARY.k if k is None else k
     if len(indices) == 0:
         raise ValueError("indices must name at least one instance of the split")
     batch = split.batch(list(indices))

@@ -77,6 +77,19 @@ def test_prose_cells_are_hidden_and_their_paragraphs_are_in_the_outputs(path):
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_prose_quoting_an_unchecked_value_is_unchecked_too(path):
+    """A value glued in an nbval-ignore-output cell (a timing) follows the machine and its load:
+    a paragraph that quotes it is nbval-ignore-output as well, so nbval checks the rest."""
+    nb = nbformat.read(path, as_version=4)
+    unchecked = {name for c in nb.cells if c.cell_type == "code" and "nbval-ignore-output" in _tags(c)
+                 for name in re.findall(r'glue\(\s*"(\w+)"', c.source)}
+    for cell in nb.cells:
+        if "prose" in _tags(cell) and "nbval-ignore-output" not in _tags(cell):
+            quoted = set(re.findall(r"\{(\w+)(?::[^{}]*)?\}", cell.source))
+            assert not quoted & unchecked, f"{path.name}: nbval would compare {sorted(quoted & unchecked)}"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
 def test_exercises_are_numbered_per_chapter_as_the_starters_say(path):
     """Exercise N.k: N the chapter, k its place; its starter says the same; labels unique."""
     nb = nbformat.read(path, as_version=4)

@@ -112,7 +112,10 @@ def _wrap_titles(fig) -> None:
     """Break each panel title that is wider than its panel over as many lines as it needs."""
     import textwrap
 
-    renderer = fig.canvas.get_renderer()
+    try:
+        renderer = fig.canvas.get_renderer()
+    except AttributeError:  # a canvas that cannot measure text: leave the titles as they are
+        return
     for ax in fig.axes:
         room = ax.get_window_extent(renderer).width
         for title in (ax.title, ax._left_title, ax._right_title):

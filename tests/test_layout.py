@@ -127,3 +127,52 @@ def test_the_family_check_catches_what_it_should():
            "    model.config.layers\n")
     found = _family_uses(bad)
     assert len(found) == 4, found
+
+
+# --- Chapters define nothing (issue 28 item 4) -------------------------------------------------
+#: A chapter calls attnlib: a function, class or long cell belongs in the library, with a test.
+#: Exercise scaffolds, their checks and their solutions are the reader's code, and are allowed.
+CHAPTERS = sorted((ROOT.parent / "chapters").glob("*.ipynb"))
+READER_CODE = {"exercise", "exercise-check", "solution"}
+#: The longest code cell a chapter may have (non-blank lines; a prose cell's Markdown is prose).
+MAX_CELL_LINES = 25
+
+
+def _inline_code(cells) -> list[str]:
+    found = []
+    for number, cell in enumerate(cells):
+        if cell.get("cell_type") != "code":
+            continue
+        tags = set(cell.get("metadata", {}).get("tags", []))
+        if tags & READER_CODE:
+            continue
+        source = "".join(cell["source"])
+        lines = [line for line in source.splitlines() if line.strip()]
+        if "prose" not in tags and len(lines) > MAX_CELL_LINES:
+            found.append(f"cell {number} has {len(lines)} lines (at most {MAX_CELL_LINES})")
+        try:
+            tree = ast.parse("\n".join(l for l in source.splitlines() if not l.lstrip().startswith(("%", "!"))))
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                kind = "class" if isinstance(node, ast.ClassDef) else "def"
+                found.append(f"cell {number} defines {kind} {node.name}")
+    return found
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_chapters_define_nothing_inline(path):
+    import json
+
+    found = _inline_code(json.loads(path.read_text())["cells"])
+    assert not found, f"{path.name}: " + "; ".join(found) + " (move it into attnlib, with a test)"
+
+
+def test_the_inline_check_sees_a_def_a_class_and_a_long_cell():
+    code = lambda src, tags=(): {"cell_type": "code", "source": src, "metadata": {"tags": list(tags)}}
+    cells = [code("def f():\n    pass\n"), code("class A:\n    pass\n"), code("x = 1\n" * 30),
+             code("def g():\n    pass\n", ["solution"]), code("prose('''" + "text\n" * 40 + "''')", ["prose"]),
+             code("%matplotlib inline\nx = 1\n")]
+    found = _inline_code(cells)
+    assert found == ["cell 0 defines def f", "cell 1 defines class A", "cell 2 has 30 lines (at most 25)"], found

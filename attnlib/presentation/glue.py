@@ -18,9 +18,10 @@ another seed or profile regenerates it, and ``pytest --nbval`` compares its text
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["Prose", "glue", "glued", "prose"]
+__all__ = ["Prose", "glue", "glue_all", "glued", "prose"]
 
 _GLUED: dict[str, Any] = {}
 
@@ -47,6 +48,15 @@ def glue(name: str, variable: Any, display: bool = True) -> None:
         from IPython.display import display as ipy_display
 
         ipy_display(variable)
+
+
+def glue_all(values: "Mapping[str, Any]") -> None:
+    """Glue every ``name: value`` of ``values`` (not displayed): what a chapter does with the
+    readings an :mod:`attnlib.presentation.readings` function computes from its results."""
+    if not isinstance(values, Mapping):
+        raise TypeError(f"values must be a mapping of name to value, got {type(values).__name__}")
+    for name, value in values.items():
+        glue(name, value, display=False)
 
 
 def glued() -> dict[str, Any]:

@@ -284,3 +284,39 @@ def diagnostic_table(
     if paper is not None:
         frame.attrs["published f1"] = _TABLE3
     return frame
+
+
+# ----------------------------------------------------------------------------- the guides' weights
+def guides_test_attention(
+    guides: Mapping[str, object],
+    dataset: Dataset,
+    *,
+    seed: int = 0,
+    epochs: int | None = None,
+    batch_size: int = 256,
+) -> dict[str, list[np.ndarray]]:
+    """The attention each guide hands the diagnostic model on the test split, per guide name.
+
+    ``guides``: row name -> guide, as for :func:`diagnostic_table`. The ``"trained"`` guide
+    has no attention in advance (it is learned jointly): its weights are read off the trained
+    diagnostic model (:func:`train_diagnostic` with ``seed`` and ``epochs``, from the cache
+    when it is there); every other guide's come from :func:`guide_attention`. Returns one
+    array per test instance for each guide, in the order of ``guides``.
+    """
+    _check_dataset(dataset)
+    if not isinstance(guides, Mapping) or len(guides) == 0:
+        raise ValueError("guides must be a non-empty dict of row name -> guide, e.g. {'uniform': 'uniform'}")
+    seed = check_seed(seed)
+    for guide in guides.values():  # every guide checked before anything is trained
+        _check_guide(guide, dataset)
+    out = {}
+    for name, guide in guides.items():
+        if isinstance(guide, str) and guide == "trained":  # learned jointly: read it off the model
+            trained = train_diagnostic(dataset, "trained", seed=seed, epochs=epochs, progress=False)
+            out[name] = predict(trained.model, dataset.test, batch_size=batch_size).attention
+        else:
+            out[name] = guide_attention(guide, dataset, batch_size=batch_size)["test"]
+    return out
+
+
+__all__ += ["guides_test_attention"]

@@ -1,0 +1,174 @@
+"""What Chapter 6 (uniform baselines) reads off its run, for the prose to quote.
+
+Each function takes the chapter's results (the table of trained and uniform models, the
+F1 gaps, the dilution curve) and returns ``{glued name: value}`` for
+:func:`attnlib.presentation.glue.glue_all`.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "DATASET_KEYS",
+    "ENCODER_NAMES",
+    "ahead",
+    "dilution",
+    "imdb",
+    "long_task",
+    "rt_polarity",
+    "scores",
+]
+
+#: The short name each data set's glued numbers carry (``ch06_rt_f1_t``...).
+DATASET_KEYS = {"rt-polarity": "rt", "imdb": "imdb", "synthetic": "syn", "synthetic-long": "long"}
+#: How the prose names each encoder.
+ENCODER_NAMES = {"lstm": "BiLSTM", "cnn": "CNN", "average": "Average model"}
+_METRICS = {"F1": "f1", "accuracy": "acc", "ROC-AUC": "auc"}
+_TABLE_COLUMNS = ["dataset", "encoder", "attention", *_METRICS]
+
+
+def ahead(a: float, b: float, more: str = "ahead", less: str = "behind") -> str:
+    """``more`` when a > b, ``less`` when a < b, ``"level"`` when equal."""
+    return more if a > b else less if a < b else "level"
+
+
+def _by_dataset(table: pd.DataFrame, datasets: Sequence[str] = ()) -> pd.DataFrame:
+    missing = [c for c in _TABLE_COLUMNS if c not in table.columns]
+    if missing:
+        raise ValueError(f"table has no column {', '.join(map(repr, missing))}")
+    absent = [d for d in datasets if d not in set(table["dataset"])]
+    if absent:
+        raise ValueError(f"table has no rows for {', '.join(map(repr, absent))}")
+    return table.set_index(["dataset", "attention"])
+
+
+def _check_gaps(gaps: pd.DataFrame) -> None:
+    for c in ("F1 gap (ours)", "F1 gap (W&P)"):
+        if c not in gaps.columns:
+            raise ValueError(f"gaps has no column {c!r}")
+
+
+def scores(table: pd.DataFrame, gaps: pd.DataFrame) -> dict[str, Any]:
+    """Every data set's F1, accuracy and ROC-AUC with trained and uniform attention, and its gap.
+
+    table: the chapter's ``table`` (one row per data set, encoder and attention ``trained`` /
+    ``uniform``; columns F1, accuracy, ROC-AUC), one encoder per data set; gaps: the F1 gaps,
+    indexed by (dataset, encoder), column ``F1 gap (ours)``.
+    """
+    t = _by_dataset(table, list(DATASET_KEYS))
+    _check_gaps(gaps)
+    out: dict[str, Any] = {}
+    for d, key in DATASET_KEYS.items():
+        for m, short in _METRICS.items():
+            for a in ("trained", "uniform"):
+                out[f"ch06_{key}_{short}_{a[0]}"] = float(t.loc[(d, a), m])
+        out[f"ch06_{key}_gap"] = float(gaps.loc[d, "F1 gap (ours)"].iloc[0])
+    return out
+
+
+def rt_polarity(table: pd.DataFrame, gaps: pd.DataFrame) -> dict[str, Any]:
+    """On rt-polarity: the F1 gap in points, its direction and size against the paper's, and the
+    direction of accuracy and ROC-AUC.
+
+    table, gaps: as for :func:`scores` (gaps also with ``F1 gap (W&P)``).
+    """
+    t = _by_dataset(table, ["rt-polarity"])
+    _check_gaps(gaps)
+    rt = t.loc["rt-polarity"]
+    rt_gap = float(gaps.loc["rt-polarity", "F1 gap (ours)"].iloc[0])
+    wp_gap = float(gaps.loc["rt-polarity", "F1 gap (W&P)"].iloc[0])
+    out: dict[str, Any] = {
+        "ch06_rt_gap_pts": 100 * abs(rt_gap),
+        "ch06_rt_f1_dir": ahead(rt.loc["uniform", "F1"], rt.loc["trained", "F1"], "above", "below"),
+        "ch06_rt_vs_paper": ahead(abs(rt_gap), wp_gap, "larger than", "smaller than"),
+    }
+    for m, short in {"accuracy": "acc", "ROC-AUC": "auc"}.items():
+        out[f"ch06_rt_{short}_dir"] = ahead(rt.loc["uniform", m], rt.loc["trained", m])
+    return out
+
+
+def imdb(table: pd.DataFrame, *, encoder: str) -> dict[str, Any]:
+    """On IMDB: on how many of the three measures the uniform model scores higher, and which
+    encoder ran.
+
+    table: as for :func:`scores`; encoder: the IMDB encoder (``"lstm"``, ``"cnn"``,
+    ``"average"``).
+    """
+    if encoder not in ENCODER_NAMES:
+        raise ValueError(f"encoder must be one of {list(ENCODER_NAMES)}, got {encoder!r}")
+    im = _by_dataset(table, ["imdb"]).loc["imdb"]
+    n_up = int(
+        (
+            im.loc["uniform", ["F1", "accuracy", "ROC-AUC"]]
+            > im.loc["trained", ["F1", "accuracy", "ROC-AUC"]]
+        ).sum()
+    )
+    return {"ch06_imdb_n_up": n_up, "ch06_imdb_enc": ENCODER_NAMES[encoder]}
+
+
+def long_task(table: pd.DataFrame, *, predicted, labels) -> dict[str, Any]:
+    """The synthetic tasks: whether averaging costs F1 on the short one, and on the long one the
+    uniform model's share of positive calls, the F1 of calling all positive, the accuracy gap.
+
+    table: as for :func:`scores`; predicted: the uniform long-task model's predicted class per
+    test sentence; labels: the long task's test labels.
+    """
+    predicted, labels = np.asarray(predicted), np.asarray(labels)
+    if predicted.shape != labels.shape or predicted.ndim != 1:
+        raise ValueError(
+            "predicted and labels must be 1-d of one length, "
+            f"got {predicted.shape} and {labels.shape}"
+        )
+    t = _by_dataset(table, ["synthetic", "synthetic-long"])
+    pos_rate = float(np.mean(labels == 1))
+    sy = t.loc["synthetic", "F1"]
+    lo = t.loc["synthetic-long"]
+    acc_gap = float(lo.loc["trained", "accuracy"] - lo.loc["uniform", "accuracy"])
+    return {
+        "ch06_long_predpos": float(np.mean(predicted == 1)),
+        "ch06_allpos_f1": 2 * pos_rate / (1 + pos_rate),
+        "ch06_syn_clause": "its 1–5 markers among 10–40 words survive averaging"
+        if sy["uniform"] >= sy["trained"] - 0.01
+        else "averaging costs it F1 even here",
+        "ch06_long_acc_gap": acc_gap,
+        "ch06_long_needed": "Here attention is needed."
+        if acc_gap > 0.1
+        else "Even here, in this run, uniform attention nearly keeps up.",
+    }
+
+
+def dilution(curve: pd.DataFrame, models: Sequence[str]) -> dict[str, Any]:
+    """The dilution probe: the attention model's weight on the marker and its p(positive), and
+    the uniform model's p(positive), over the lengths.
+
+    curve: :func:`~attnlib.experiments.baselines.dilution_curve` (lengths 10, 150, 300 and
+    50 on among them); models: the curve's model names, one with "tanh" in it, one with
+    "uniform".
+    """
+    for c in ("model", "length", "p(positive)", "attention on marker"):
+        if c not in curve.columns:
+            raise ValueError(f"curve has no column {c!r}")
+    names = list(models)
+    try:
+        tanh_name = next(n for n in names if "tanh" in n)
+        uni_name = next(n for n in names if "uniform" in n)
+    except StopIteration:
+        raise ValueError(f"models must name a tanh and a uniform model, got {names}") from None
+    tc, uc = (curve[curve.model == n].set_index("length") for n in (tanh_name, uni_name))
+    out: dict[str, Any] = {}
+    for n in (10, 150, 300):
+        out[f"ch06_dil_att_{n}"] = float(tc.loc[n, "attention on marker"])
+    p_lo, p_hi = tc["p(positive)"].min(), tc["p(positive)"].max()
+    out["ch06_dil_t_p"] = (
+        f"stays at {p_lo:.2f}"
+        if p_hi - p_lo < 0.005
+        else f"stays between {p_lo:.2f} and {p_hi:.2f}"
+    )
+    out["ch06_dil_u_p10"] = float(uc.loc[10, "p(positive)"])
+    out["ch06_dil_u_lo"] = float(uc.loc[50:, "p(positive)"].min())
+    out["ch06_dil_u_hi"] = float(uc.loc[50:, "p(positive)"].max())
+    return out

@@ -40,7 +40,8 @@ from .. import metrics
 from .._checks import as_tensor, check_bool, check_distribution, check_finite, check_positive_int, check_seed
 
 __all__ = ["null_space_dim", "effective_attention", "alternative_attention", "Alternative", "rank_tolerance",
-           "reduce_values", "RTOL_EPS", "trace_statistics", "default_groups"]
+           "reduce_values", "RTOL_EPS", "trace_statistics", "default_groups", "punctuation_mask",
+           "corpus_statistics", "null_space_table", "correlation_by_length"]
 
 
 #: The rank cut-off, relative to a matrix's largest singular value, in units of the data's
@@ -364,3 +365,127 @@ def trace_statistics(trace, groups: Mapping[str, np.ndarray] | None = None) -> p
                 cols[f"{kind} {name}"] = (np.einsum("bhij,bj->bh", M, keys) / lengths[:, None]).reshape(-1)
         frames.append(pd.DataFrame(cols))
     return pd.concat(frames, ignore_index=True)
+
+
+# ----------------------------------------------------------------------------- a corpus, batch by batch
+def punctuation_mask(words) -> torch.Tensor:
+    """(V,) bool over a vocabulary: True for a non-empty token made only of Unicode punctuation (P*).
+
+    ``words``: the vocabulary's token strings in id order (``tokenizer.convert_ids_to_tokens``,
+    ``vocab.itos``). Index it with a batch's token ids to get that batch's punctuation keys.
+    """
+    import unicodedata
+
+    if isinstance(words, str):
+        raise ValueError("words must be a sequence of token strings, not one string")
+    words = list(words)
+    if not all(isinstance(w, str) for w in words):
+        raise ValueError("words must be token strings")
+    return torch.tensor(
+        [len(w) > 0 and all(unicodedata.category(c).startswith("P") for c in w) for w in words], dtype=torch.bool
+    )
+
+
+_KEEP = (None, "test", "train")
+
+
+def corpus_statistics(model, batches, punctuation=None, *, keep: str | None = None, store=None,
+                      desc: str | None = None, progress: bool = True):
+    """:func:`trace_statistics` over a corpus, one batch at a time; optionally its pooled and hidden states.
+
+    ``model``: a transformer of either family (``model.trace(batch)``); ``batches``: its
+    batches (``model.batches(texts)``, ``split.batches(n)``), each with ``index`` (the
+    sentences' positions in the texts) and ``tokens``. ``punctuation``: (V,) bool over the
+    vocabulary (:func:`punctuation_mask`), added as the group ``"punctuation"`` beside
+    [CLS] and [SEP]; None: those two only. ``keep``: None -- statistics only; ``"test"`` --
+    statistics, and the pooled states and (into ``store``, a
+    :class:`attnlib.token_identity.HiddenStateStore`) the hidden states of the sentences of
+    at most ``store.max_tokens`` tokens, marked as test sentences; ``"train"`` -- pooled and
+    hidden states only, marked as training sentences. Runs without gradients; freed memory
+    goes back to the system after every batch (:func:`attnlib.cpu.release_memory`).
+
+    Returns ``(frame, pooled)``: the statistics of every batch in one frame, ``sentence``
+    being the position in the texts (None with ``keep="train"``), and
+    {position in the texts: pooled last state} (empty without ``keep``).
+    """
+    from tqdm.auto import tqdm
+
+    from .. import cpu
+    from .token_identity import HiddenStateStore
+
+    if keep not in _KEEP:
+        raise ValueError(f"keep must be one of {_KEEP}, got {keep!r}")
+    if keep is not None and not isinstance(store, HiddenStateStore):
+        raise ValueError(f"keep={keep!r} needs a token_identity.HiddenStateStore as store, got {type(store).__name__}")
+    if punctuation is not None and (not isinstance(punctuation, torch.Tensor) or punctuation.dtype != torch.bool
+                                    or punctuation.ndim != 1):
+        raise ValueError("punctuation must be a (V,) bool tensor over the vocabulary (punctuation_mask), or None")
+    check_bool(progress, "progress")
+    frames, pooled = [], {}
+    with torch.no_grad():
+        for batch in tqdm(list(batches), desc=desc, unit="batch", mininterval=1.0, disable=not progress):
+            tr = model.trace(batch)
+            index = batch.index.numpy()
+            if keep != "train":
+                groups = default_groups(tr.lengths.numpy(), tr.attentions.shape[-1])
+                if punctuation is not None:
+                    groups["punctuation"] = (punctuation[batch.tokens] & tr.key_mask).numpy()
+                frame = trace_statistics(tr, groups)
+                frame["sentence"] = index[frame["sentence"]]
+                frames.append(frame)
+            cpu.release_memory()  # freed memory back: Binder stops at 2 GB
+            if keep:
+                pooled.update(zip(index.tolist(), tr.pooled()))  # by position in the texts
+                short = (tr.lengths <= store.max_tokens).nonzero().flatten()
+                store.add(tr, short, train=keep == "train")
+    return (pd.concat(frames, ignore_index=True) if frames else None), pooled
+
+
+def null_space_table(panels: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """How closely each model sits on the line dim = max(0, d_s - d_v): one row per panel.
+
+    ``panels``: name -> :func:`trace_statistics` frame (``length``, ``d_v``, ``null_dim``).
+    Columns: (sentence, head) pairs; d_s > d_v (their share); dim = d_s - d_v where
+    d_s > d_v and dim = 0 where d_s <= d_v (shares of those pairs, NaN where there are none);
+    max dim.
+    """
+    rows = {}
+    for name, frame in panels.items():
+        missing = [c for c in ("length", "d_v", "null_dim") if c not in frame]
+        if missing:
+            raise ValueError(f"panel {name!r} lacks the columns {missing} (a trace_statistics frame)")
+        long = frame["length"] > frame["d_v"]
+        rows[name] = pd.Series(
+            {
+                "(sentence, head) pairs": len(frame),
+                "d_s > d_v": float(long.mean()),
+                "dim = d_s - d_v where d_s > d_v": (
+                    float((frame.loc[long, "null_dim"] == frame.loc[long, "length"] - frame.loc[long, "d_v"]).mean())
+                    if long.any()
+                    else np.nan
+                ),
+                "dim = 0 where d_s <= d_v": (
+                    float((frame.loc[~long, "null_dim"] == 0).mean()) if (~long).any() else np.nan
+                ),
+                "max dim": int(frame["null_dim"].max()),
+            }
+        )
+    return pd.DataFrame(rows).T
+
+
+def correlation_by_length(panels: Mapping[str, pd.DataFrame], bins) -> pd.DataFrame:
+    """Mean, sd and count of the raw-vs-effective correlation per length bin, one column group per panel.
+
+    ``panels``: name -> frame with ``length`` and ``correlation`` (:func:`trace_statistics`);
+    ``bins``: increasing bin edges in tokens, each bin [left, right). Rows: the bins any
+    panel fills.
+    """
+    edges = list(bins)
+    if len(edges) < 2 or any(b <= a for a, b in zip(edges, edges[1:])):
+        raise ValueError(f"bins must be at least two increasing edges, got {edges}")
+    tables = {}
+    for name, frame in panels.items():
+        which = pd.cut(frame["length"], bins, right=False)
+        tables[name] = frame.groupby(which, observed=True)["correlation"].agg(["mean", "std", "size"])
+    return pd.concat(tables, axis=1)
+

@@ -83,6 +83,7 @@ from ..train import seeded, training_threads
 
 __all__ = [
     "token_identifiability",
+    "HiddenStateStore",
     "TokenIdentity",
     "nearest_positions",
     "PROBES",
@@ -542,3 +543,50 @@ def token_identifiability(
         n_test_tokens=n_test,
         chance=float(len(te) / n_test),
     )
+
+
+# ----------------------------------------------------------------------------- gathering states
+class HiddenStateStore:
+    """Hidden states of a model's short sentences, gathered batch by batch into one float16 buffer.
+
+    The input of :func:`token_identifiability` for a corpus too large to trace at once:
+    ``states`` (n, layers, max_tokens, width) float16, zero past each sentence's length;
+    ``lengths`` (n,); ``is_train`` (n,) bool, which sentences the probes train on; ``count``,
+    how many rows are filled (the first ``count``). ``n``: room for that many sentences;
+    ``layers``: the trace's hidden-state layers (L + 1, the input embeddings included);
+    ``width``: d_model; ``max_tokens``: the longest sentence kept (longer ones are the
+    caller's to leave out, :meth:`add` refuses them).
+    """
+
+    def __init__(self, n: int, layers: int, width: int, *, max_tokens: int):
+        n, layers, width = (check_positive_int(v, k) for v, k in ((n, "n"), (layers, "layers"), (width, "width")))
+        self.max_tokens = check_positive_int(max_tokens, "max_tokens")
+        self.states = torch.zeros(n, layers, self.max_tokens, width, dtype=torch.float16)
+        self.lengths = torch.zeros(n, dtype=torch.long)
+        self.is_train = torch.zeros(n, dtype=torch.bool)
+        self.count = 0
+
+    def __repr__(self) -> str:
+        return f"HiddenStateStore({self.count} of {len(self.lengths)} sentences, max_tokens={self.max_tokens})"
+
+    def add(self, trace, rows, *, train: bool) -> None:
+        """Keep sentences ``rows`` (indices into the batch) of ``trace`` (an :class:`attnlib.models.Trace`).
+
+        ``train``: whether they are probe-training sentences. Raises ValueError when a row is
+        longer than ``max_tokens``, the trace's layers or width do not fit, or the store is full.
+        """
+        check_bool(train, "train")
+        rows = torch.as_tensor(rows, dtype=torch.long).reshape(-1)
+        k, c = len(rows), self.count
+        if c + k > len(self.lengths):
+            raise ValueError(f"the store holds {len(self.lengths)} sentences; {c} are in, {k} more do not fit")
+        hidden = trace.hidden_states
+        if hidden.ndim != 4 or hidden.shape[1] != self.states.shape[1] or hidden.shape[3] != self.states.shape[3]:
+            raise ValueError(f"trace.hidden_states {tuple(hidden.shape)} must be (B, {self.states.shape[1]}, T, "
+                             f"{self.states.shape[3]})")
+        if k and int(trace.lengths[rows].max()) > self.max_tokens:
+            raise ValueError(f"a sentence of rows is longer than max_tokens = {self.max_tokens}")
+        kept = hidden[rows, :, : self.max_tokens]  # 0 past each length
+        self.states[c : c + k, :, : kept.shape[2]] = kept.half()
+        self.lengths[c : c + k], self.is_train[c : c + k] = trace.lengths[rows], train
+        self.count += k

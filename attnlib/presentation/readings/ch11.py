@@ -1,0 +1,104 @@
+"""Chapter 11 (identifiability): what the prose reads off effective attention and token identity.
+
+Each function takes the chapter's results and returns ``{glued name: value}`` for
+:func:`attnlib.presentation.glue.glue_all`.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import pandas as pd
+
+from .wording import listed
+
+__all__ = ["layer_list", "effective_mass", "token_identity"]
+
+_MASS_COLUMNS = tuple(f"{k} {g}" for g in ("[CLS]", "[SEP]", "punctuation") for k in ("raw", "effective"))
+
+
+def layer_list(layers: Iterable[int]) -> str:
+    """Layers in words: ``[]`` -> "no layer", ``[3]`` -> "layer 3", ``[1, 2, 4]`` -> "layers 1, 2 and 4"."""
+    layers = [int(x) for x in layers]
+    if not layers:
+        return "no layer"
+    return "layer " + str(layers[0]) if len(layers) == 1 else "layers " + listed(layers)
+
+
+def effective_mass(mass: pd.DataFrame, *, brunner: Mapping) -> dict[str, Any]:
+    """Where raw and effective attention put their mass on [CLS], [SEP] and punctuation, by layer.
+
+    ``mass``: one row per layer (1-based index), the columns ``raw <g>`` and ``effective <g>``
+    for g in [CLS], [SEP] and punctuation (means of
+    :func:`attnlib.identifiability.trace_statistics`). ``brunner``:
+    :data:`attnlib.published.BRUNNER_SEP_MASS` (its ``"raw, layers 5-10"`` range and
+    ``"effective, at most"`` value).
+    """
+    missing = [c for c in _MASS_COLUMNS if c not in getattr(mass, "columns", ())]
+    if missing:
+        raise ValueError(f"mass lacks the columns {missing}")
+    if len(mass) == 0:
+        raise ValueError("mass has no layer")
+    sep_up = [int(layer) for layer in mass.index if mass.loc[layer, "effective [SEP]"] > mass.loc[layer, "raw [SEP]"]]
+    sep_down = [int(layer) for layer in mass.index if mass.loc[layer, "effective [SEP]"] < mass.loc[layer, "raw [SEP]"]]
+    cls_drop = mass["raw [CLS]"] - mass["effective [CLS]"]
+    punct_down = [
+        int(layer)
+        for layer in mass.index
+        if mass.loc[layer, "effective punctuation"] < mass.loc[layer, "raw punctuation"]
+    ]
+    lo, hi = brunner["raw, layers 5-10"]
+    return {
+        "ch11_sep_up": layer_list(sep_up),
+        "ch11_sep_down": layer_list(sep_down),
+        "ch11_raw_sep_max": float(mass["raw [SEP]"].max()),
+        "ch11_raw_sep_max_layer": int(mass["raw [SEP]"].idxmax()),
+        "ch11_eff_sep_max": float(mass["effective [SEP]"].max()),
+        "ch11_raw_cls_max": float(mass["raw [CLS]"].max()),
+        "ch11_parks": "[CLS]" if mass["raw [CLS]"].mean() > mass["raw [SEP]"].mean() else "[SEP]",
+        "ch11_cls_down": layer_list([int(layer) for layer in mass.index if cls_drop[layer] > 0]),
+        "ch11_punct_down": layer_list(punct_down),
+        "ch11_brunner_sep_raw": f"{lo.value:.2f}–{hi.value:.2f}",
+        "ch11_brunner_sep_eff": f"{brunner['effective, at most'].value:.1f}",
+    }
+
+
+def token_identity(table: pd.DataFrame, identity, *, probe_tokens: int, brunner: Mapping) -> dict[str, Any]:
+    """What the token-identity paragraph reads: the last layer's scores, the naive probe's low, vs Brunner.
+
+    ``table``: layer x "probe/distance" accuracies (:meth:`TokenIdentity.pivot`), with the
+    columns naive/cosine, naive/l2, linear/cosine, linear/l2, mlp/cosine and mlp/l2; the last
+    layer is its largest index. ``identity``: the :class:`attnlib.token_identity.TokenIdentity`
+    it came from (training tokens, chance). ``probe_tokens``: the longest sentence the probes
+    saw. ``brunner``: :data:`attnlib.published.BRUNNER_TOKEN_IDENTITY`. Our naive cosine score
+    is "about as many" as Brunner's within 0.2 either way, else "far more" or "far fewer"; the
+    cosine probes "identify more tokens than" their L2 twins when both (linear and MLP) are at
+    least as high at the last layer.
+    """
+    need = [f"{p}/{d}" for p in ("naive", "linear", "mlp") for d in ("cosine", "l2")]
+    missing = [c for c in need if c not in getattr(table, "columns", ())]
+    if missing:
+        raise ValueError(f"table lacks the columns {missing} (TokenIdentity.pivot() of all probes and distances)")
+    last = int(table.index.max())
+    out: dict[str, Any] = {
+        "ch11_probe_tokens": probe_tokens,
+        "ch11_n_train_tokens": int(identity.n_train_tokens),
+        "ch11_tid_last": last,
+    }
+    for col in table.columns:
+        out[f"ch11_tid_{col.replace('/', '_')}_last"] = float(table.loc[last, col])
+    out["ch11_tid_naive_min"] = float(table[["naive/cosine", "naive/l2"]].min().min())
+    out["ch11_tid_naive_min_layer"] = int(table[["naive/cosine", "naive/l2"]].min(axis=1).idxmin())
+    out["ch11_tid_chance"] = float(identity.chance)
+    best = table.loc[last].idxmax()
+    out["ch11_tid_best"] = best
+    out["ch11_tid_best_value"] = float(table.loc[last, best])
+    naive_last = float(table.loc[last, "naive/cosine"])
+    theirs = brunner["naive/cosine"].value
+    out["ch11_tid_vs_brunner"] = (
+        "far more" if naive_last > theirs + 0.2 else "about as many" if naive_last > theirs - 0.2 else "far fewer"
+    )
+    out["ch11_brunner_naive_cos"] = theirs
+    cos_better = all(table.loc[last, f"{p}/cosine"] >= table.loc[last, f"{p}/l2"] for p in ("linear", "mlp"))
+    out["ch11_tid_cos"] = "identify more tokens than" if cos_better else "do not always beat"
+    return out

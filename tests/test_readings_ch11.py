@@ -1,0 +1,120 @@
+"""Chapter 11's readings (attnlib.presentation.readings.ch11) on small hand-made tables."""
+from __future__ import annotations
+
+import types
+
+import pandas as pd
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from attnlib import published
+from attnlib.presentation.readings import ch11
+
+
+@pytest.mark.parametrize("layers, words", [
+    ([], "no layer"), ([3], "layer 3"), ([1, 4], "layers 1 and 4"), ([1, 2, 6], "layers 1, 2 and 6"),
+])
+def test_layer_list(layers, words):
+    assert ch11.layer_list(layers) == words
+
+
+@given(st.lists(st.integers(1, 99), max_size=8))
+def test_layer_list_names_every_layer_in_order(layers):
+    words = ch11.layer_list(layers)
+    numbers = [int(w) for w in words.replace(",", " ").split() if w.isdigit()]
+    assert numbers == layers
+    assert words.startswith("no layer" if not layers else "layer " if len(layers) == 1 else "layers ")
+
+
+def _mass(**columns):
+    base = {
+        "raw [CLS]": [0.5, 0.4, 0.3], "effective [CLS]": [0.4, 0.4, 0.35],
+        "raw [SEP]": [0.1, 0.2, 0.05], "effective [SEP]": [0.15, 0.1, 0.05],
+        "raw punctuation": [0.1, 0.1, 0.1], "effective punctuation": [0.05, 0.2, 0.08],
+    }
+    base.update(columns)
+    return pd.DataFrame(base, index=pd.Index([1, 2, 3], name="layer"))
+
+
+def test_effective_mass_values_and_lists():
+    out = ch11.effective_mass(_mass(), brunner=published.BRUNNER_SEP_MASS)
+    assert out["ch11_sep_up"] == "layer 1"
+    assert out["ch11_sep_down"] == "layer 2"  # layer 3: equal, neither
+    assert out["ch11_cls_down"] == "layer 1"
+    assert out["ch11_punct_down"] == "layers 1 and 3"
+    assert out["ch11_raw_sep_max"] == 0.2 and out["ch11_raw_sep_max_layer"] == 2
+    assert out["ch11_eff_sep_max"] == 0.15 and out["ch11_raw_cls_max"] == 0.5
+    assert out["ch11_parks"] == "[CLS]"
+    assert out["ch11_brunner_sep_raw"] == "0.50–0.57" and out["ch11_brunner_sep_eff"] == "0.1"
+
+
+def test_effective_mass_where_sep_takes_more_and_nothing_drops():
+    mass = _mass(**{"raw [SEP]": [0.6, 0.6, 0.6], "effective [SEP]": [0.7, 0.7, 0.7],
+                    "effective [CLS]": [0.5, 0.4, 0.3], "effective punctuation": [0.1, 0.1, 0.1]})
+    out = ch11.effective_mass(mass, brunner=published.BRUNNER_SEP_MASS)
+    assert out["ch11_parks"] == "[SEP]"
+    assert out["ch11_sep_up"] == "layers 1, 2 and 3" and out["ch11_sep_down"] == "no layer"
+    assert out["ch11_cls_down"] == "no layer" and out["ch11_punct_down"] == "no layer"
+
+
+def test_effective_mass_refuses_a_missing_column():
+    with pytest.raises(ValueError, match="raw punctuation"):
+        ch11.effective_mass(_mass().drop(columns="raw punctuation"), brunner=published.BRUNNER_SEP_MASS)
+
+
+COLUMNS = ["naive/cosine", "naive/l2", "linear/cosine", "linear/l2", "mlp/cosine", "mlp/l2"]
+
+
+def _table(last_row, naive_l2=(1.0, 0.4, 0.5)):
+    rows = {
+        0: [1.0, 1.0, 1.0, 1.0, 1.0, 1.0],
+        1: [0.9, naive_l2[1], 0.95, 0.9, 0.95, 0.9],
+        2: list(last_row),
+    }
+    table = pd.DataFrame.from_dict(rows, orient="index", columns=COLUMNS)
+    table["naive/l2"] = list(naive_l2)
+    table.index.name = "layer"
+    return table
+
+
+IDENTITY = types.SimpleNamespace(n_train_tokens=10_000, chance=0.041)
+
+
+def test_token_identity_values():
+    table = _table([0.8, 0.5, 0.93, 0.85, 0.96, 0.8])
+    out = ch11.token_identity(table, IDENTITY, probe_tokens=40, brunner=published.BRUNNER_TOKEN_IDENTITY)
+    assert out["ch11_probe_tokens"] == 40 and out["ch11_n_train_tokens"] == 10_000
+    assert out["ch11_tid_last"] == 2 and out["ch11_tid_chance"] == 0.041
+    assert out["ch11_tid_linear_cosine_last"] == 0.93 and out["ch11_tid_naive_l2_last"] == 0.5
+    assert out["ch11_tid_naive_min"] == 0.4 and out["ch11_tid_naive_min_layer"] == 1
+    assert out["ch11_tid_best"] == "mlp/cosine" and out["ch11_tid_best_value"] == 0.96
+    assert out["ch11_brunner_naive_cos"] == 0.21
+    assert out["ch11_tid_vs_brunner"] == "far more"  # 0.8 > 0.21 + 0.2
+    assert out["ch11_tid_cos"] == "identify more tokens than"
+
+
+@pytest.mark.parametrize("naive_cos, words", [
+    (0.42, "far more"), (0.40, "about as many"), (0.21, "about as many"), (0.02, "about as many"),
+    (0.0, "far fewer"),
+])
+def test_token_identity_against_brunner(naive_cos, words):
+    table = _table([naive_cos, 0.5, 0.93, 0.85, 0.96, 0.8])
+    out = ch11.token_identity(table, IDENTITY, probe_tokens=40, brunner=published.BRUNNER_TOKEN_IDENTITY)
+    assert out["ch11_tid_vs_brunner"] == words
+
+
+@pytest.mark.parametrize("last_row, words", [
+    ([0.8, 0.5, 0.9, 0.9, 0.9, 0.9], "identify more tokens than"),  # ties count as beating
+    ([0.8, 0.5, 0.9, 0.95, 0.96, 0.8], "do not always beat"),
+    ([0.8, 0.5, 0.96, 0.8, 0.7, 0.75], "do not always beat"),
+])
+def test_cosine_against_l2(last_row, words):
+    out = ch11.token_identity(_table(last_row), IDENTITY, probe_tokens=40, brunner=published.BRUNNER_TOKEN_IDENTITY)
+    assert out["ch11_tid_cos"] == words
+
+
+def test_token_identity_refuses_a_table_without_every_probe():
+    table = _table([0.8, 0.5, 0.93, 0.85, 0.96, 0.8]).drop(columns="mlp/l2")
+    with pytest.raises(ValueError, match="mlp/l2"):
+        ch11.token_identity(table, IDENTITY, probe_tokens=40, brunner=published.BRUNNER_TOKEN_IDENTITY)

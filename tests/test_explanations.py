@@ -241,3 +241,61 @@ def test_validation(split, lstm, transformer):
     with pytest.raises(ValueError, match="ExplanationResult"):
         plausibility(object(), split)
     assert IG_STEPS >= 8
+
+
+# --- The registry (issue 28 item 2): a new method is one entry ---------------------------------
+from attnlib.explanations import REGISTRY, ChunkInputs, ExplanationMethod, register  # noqa: E402
+
+
+def test_a_registered_method_runs_through_explain_and_counts_only_words(split, lstm, transformer):
+    seen = []
+
+    def position(inputs: ChunkInputs):
+        seen.append(inputs.tokens.shape)
+        return torch.arange(inputs.tokens.shape[1], dtype=torch.float64).expand_as(inputs.tokens) + 1.0
+
+    layered = ExplanationMethod("test: position", score=position, normalise=False, needs_layers=True)
+    try:
+        register(ExplanationMethod("test: position", score=position, normalise=False))
+        with pytest.raises(ValueError, match="registered already"):
+            register(layered)
+        register(layered, replace=True)
+        assert methods_for(transformer)[-1] == "test: position" and "test: position" not in methods_for(lstm)
+        with pytest.raises(ValueError, match="does not apply"):
+            explain(lstm, split, methods=["test: position"])
+        result = explain(transformer, split, methods=["attention", "test: position"], max_instances=6)
+        assert seen
+        for scores, n in zip(result.scores["test: position"], result.lengths):
+            np.testing.assert_array_equal(scores, np.arange(2, n + 2))  # <SOS> is position 1: words from 2
+        assert np.isnan(result.ig_delta).all()  # only integrated gradients records a delta
+    finally:
+        REGISTRY.pop("test: position", None)
+    assert tuple(REGISTRY) == METHODS
+
+
+def test_the_registry_rejects_malformed_methods():
+    with pytest.raises(ValueError, match="exactly one"):
+        ExplanationMethod("x")
+    with pytest.raises(ValueError, match="exactly one"):
+        ExplanationMethod("x", score=lambda i: i, from_importance="loo")
+    with pytest.raises(ValueError, match="callable"):
+        ExplanationMethod("x", score=3)
+    with pytest.raises(ValueError, match="name"):
+        ExplanationMethod("", from_importance="loo")
+    with pytest.raises(ValueError, match="ExplanationMethod"):
+        register("attention")
+    with pytest.raises(ValueError, match="registered already"):
+        register(REGISTRY["attention"])
+
+
+def test_the_trace_is_computed_once_per_chunk(split, transformer, monkeypatch):
+    calls = []
+    original = type(transformer).trace
+
+    def counting(self, batch):
+        calls.append(len(batch.tokens))
+        return original(self, batch)
+
+    monkeypatch.setattr(type(transformer), "trace", counting)
+    explain(transformer, split, methods=["effective attention", "rollout", "flow"], max_instances=8, chunk_size=4)
+    assert calls == [4, 4]

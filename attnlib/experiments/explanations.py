@@ -34,11 +34,17 @@ book's tables say "n/a". For J&W's one-layer classifiers there is no stack of la
 out, and their effective attention is alpha itself: the values are the hidden states h_t,
 and a sentence shorter than the hidden size (every one here) leaves no null space.
 
+Each method is one :class:`ExplanationMethod` in :data:`REGISTRY` (its name, its
+applicability, and either a function that scores a chunk of instances or the
+:func:`~attnlib.experiments.importance.importance` output it is); :func:`explain` is a loop
+over the ones asked for, and a new method is one :func:`register` call.
+
 Every method except effective attention is non-negative, and the scores rank the tokens
 (higher = more important); only the order matters to every metric here.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -57,6 +63,10 @@ from .importance import importance
 
 __all__ = [
     "METHODS",
+    "REGISTRY",
+    "ExplanationMethod",
+    "ChunkInputs",
+    "register",
     "IG_STEPS",
     "applies",
     "methods_for",
@@ -65,20 +75,11 @@ __all__ = [
     "integrated_gradients",
     "plausibility",
     "plausibility_by_instance",
+    "explain_and_score",
+    "negators_found",
+    "yardstick_columns",
+    "yardstick_directions",
 ]
-
-#: Every explanation of Chapter 15, in the order of its tables.
-METHODS = (
-    "attention",
-    "effective attention",
-    "rollout",
-    "flow",
-    "gradient × input",
-    "integrated gradients",
-    "leave-one-out",
-    "random",
-)
-_TRANSFORMER_ONLY = frozenset({"effective attention", "rollout", "flow"})
 
 #: Integrated gradients' step count (captum's Gauss-Legendre rule).
 IG_STEPS = 16
@@ -101,21 +102,144 @@ def _has_layers(model) -> bool:
     return bool(getattr(model, "rows_per_query", False)) and callable(getattr(model, "trace", None))
 
 
+# --- The methods: a registry ------------------------------------------------------------------
+# One ExplanationMethod per explanation, behind one call (explain). A method either scores a chunk
+# of instances (score: ChunkInputs -> (B, T) values over every position) or is one of importance()'s
+# outputs (from_importance: computed once over the whole subset, because leave-one-out and the
+# gradient share its pass). A new method is one register(ExplanationMethod(...)) call.
+
+
+class ChunkInputs:
+    """What a method's ``score`` gets for one chunk of instances.
+
+    ``model``, ``batch`` (the chunk's rows), ``tokens`` ((B, T) ids), ``words`` ((B, T) bool:
+    real words, not <SOS>/<EOS>/<PAD>), ``seed`` and ``ig_steps`` (explain's). ``trace`` is the
+    model's trace of the chunk, computed once for every method that reads it. A method that has a
+    per-instance diagnostic calls ``record(name, (B,) values)`` (integrated gradients: its
+    convergence delta, ``ig_delta``).
+    """
+
+    def __init__(self, model, batch, *, seed: int, ig_steps: int):
+        self.model, self.batch, self.seed, self.ig_steps = model, batch, seed, ig_steps
+        self.tokens = batch.tokens
+        self.words = word_mask(self.tokens, model.pad_id)
+        self.recorded: dict = {}
+        self._trace = None
+
+    @property
+    def trace(self):
+        if self._trace is None:
+            with torch.no_grad():
+                self._trace = self.model.trace(self.batch)
+        return self._trace
+
+    def record(self, name: str, values) -> None:
+        self.recorded[name] = values
+
+
+@dataclass(frozen=True)
+class ExplanationMethod:
+    """One explanation method of :func:`explain`.
+
+    name:            its name in results and tables.
+    score:           ``score(inputs: ChunkInputs) -> (B, T)`` tensor over every position (only the
+                     words are kept), for a method computed per chunk; None for one of
+                     :func:`~attnlib.experiments.importance.importance`'s outputs.
+    from_importance: the ImportanceResult field it is (``"attention"``, ``"gradient"``,
+                     ``"loo"``), or None.
+    normalise:       whether the scores are divided by their sum over the words (ranks do not
+                     change; the values become shares).
+    needs_layers:    it needs a stack of attention layers the model can ``trace`` (the
+                     transformers); otherwise the token-level protocol is enough.
+    """
+
+    name: str
+    score: object = None
+    from_importance: str | None = None
+    normalise: bool = True
+    needs_layers: bool = False
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"a method needs a name, got {self.name!r}")
+        if (self.score is None) == (self.from_importance is None):
+            raise ValueError(f"method {self.name!r}: give exactly one of score (a function of ChunkInputs) "
+                             f"and from_importance (an ImportanceResult field)")
+        if self.score is not None and not callable(self.score):
+            raise ValueError(f"method {self.name!r}: score must be callable, got {type(self.score).__name__}")
+
+    def applies(self, model) -> bool:
+        """Whether this method applies to ``model``."""
+        return _has_layers(model) or not self.needs_layers
+
+
+REGISTRY: dict[str, ExplanationMethod] = {}
+
+
+def register(method: ExplanationMethod, *, replace: bool = False) -> ExplanationMethod:
+    """Add ``method`` to :data:`REGISTRY` (after the others), so that :func:`explain` offers it.
+
+    A name already registered is a ValueError unless ``replace`` (then it keeps its place).
+    """
+    if not isinstance(method, ExplanationMethod):
+        raise ValueError(f"register() takes an ExplanationMethod, got {type(method).__name__}")
+    if method.name in REGISTRY and not replace:
+        raise ValueError(f"a method named {method.name!r} is registered already (replace=True to replace it)")
+    REGISTRY[method.name] = method
+    return method
+
+
+def _integrated_gradients(inputs: ChunkInputs) -> torch.Tensor:
+    attr, delta = integrated_gradients(inputs.model, inputs.tokens, steps=inputs.ig_steps)
+    inputs.record("ig_delta", delta)
+    return attr.abs()
+
+
+def _effective_attention(inputs: ChunkInputs) -> torch.Tensor:
+    trace = inputs.trace
+    last = trace.n_layers - 1
+    eff = effective_attention(trace.attentions[:, last].cpu().numpy(), trace.value_output(last).cpu().numpy(),
+                              trace.lengths.cpu().numpy())  # (B, h, T, T)
+    return torch.from_numpy(eff[:, :, 0, :].mean(1))
+
+
+def _random(inputs: ChunkInputs) -> torch.Tensor:
+    return _runs.instance_uniform(inputs.seed, _STREAM_RANDOM, inputs.batch.index, inputs.tokens.shape[1])
+
+
+for _method in (
+    ExplanationMethod("attention", from_importance="attention"),
+    ExplanationMethod("effective attention", score=_effective_attention, normalise=False, needs_layers=True),
+    ExplanationMethod("rollout", score=lambda inputs: rollout_cls(inputs.trace), needs_layers=True),
+    ExplanationMethod("flow", score=lambda inputs: flow_cls(inputs.trace), needs_layers=True),
+    ExplanationMethod("gradient × input", from_importance="gradient"),
+    ExplanationMethod("integrated gradients", score=_integrated_gradients),
+    ExplanationMethod("leave-one-out", from_importance="loo"),
+    ExplanationMethod("random", score=_random, normalise=False),
+):
+    register(_method)
+del _method
+
+#: Every explanation of Chapter 15, in the order of its tables (the built-in entries of REGISTRY).
+METHODS = tuple(REGISTRY)
+
+
 def applies(model, method: str) -> bool:
-    """Whether ``method`` (one of :data:`METHODS`) applies to ``model``.
+    """Whether ``method`` (a name in :data:`REGISTRY`) applies to ``model``.
 
     Rollout, flow and effective attention need a stack of layers and heads the model can
     :meth:`trace` (the transformers); every other method needs only the token-level protocol.
     """
     _check_model(model)
-    if method not in METHODS:
-        raise ValueError(f"unknown method {method!r}; choose from {', '.join(METHODS)}")
-    return _has_layers(model) or method not in _TRANSFORMER_ONLY
+    if method not in REGISTRY:
+        raise ValueError(f"unknown method {method!r}; choose from {', '.join(REGISTRY)}")
+    return REGISTRY[method].applies(model)
 
 
 def methods_for(model) -> tuple:
-    """The methods of :data:`METHODS` that apply to ``model``, in order."""
-    return tuple(m for m in METHODS if applies(model, m))
+    """The methods of :data:`REGISTRY` that apply to ``model``, in order."""
+    _check_model(model)
+    return tuple(name for name, m in REGISTRY.items() if m.applies(model))
 
 
 @dataclass(kw_only=True)
@@ -227,7 +351,7 @@ def explain(
             :class:`~attnlib.models.PretrainedClassifier`.
         split: an :class:`attnlib.data.Split` (e.g. ``dataset.test``) or a Batch (for a
             PretrainedClassifier: its ``encode_texts`` Batch).
-        methods: names from :data:`METHODS` (None: every one that applies to the model,
+        methods: names from :data:`REGISTRY` (None: every one that applies to the model,
             :func:`methods_for`). Asking for one that does not apply is a ValueError.
         max_instances, seed: the seeded stratified subset of every experiment (the same
             instances as :func:`~attnlib.experiments.importance.importance` and
@@ -245,7 +369,7 @@ def explain(
         methods = (methods,)
     methods = tuple(methods)
     if not methods:
-        raise ValueError(f"methods must name at least one of {', '.join(METHODS)}")
+        raise ValueError(f"methods must name at least one of {', '.join(REGISTRY)}")
     for m in methods:
         if not applies(model, m):
             raise ValueError(f"{m!r} does not apply to a {type(model).__name__}; it has {', '.join(methods_for(model))}")
@@ -255,53 +379,34 @@ def explain(
     if isinstance(split, Split) and len(split.ids) and max(int(np.max(i)) for i in split.ids) >= model.vocab_size:
         raise ValueError("the split has token ids outside the model's vocabulary: was it trained on this data set?")
 
+    chosen = [REGISTRY[m] for m in methods]
     scores: dict = {}
-    from_importance = {"attention": "attention", "gradient × input": "gradient", "leave-one-out": "loo"}
-    if any(m in from_importance for m in methods):
+    if any(m.from_importance for m in chosen):
         imp = importance(model, split, max_instances=max_instances, seed=seed, chunk_size=chunk_size)
-        for m, name in from_importance.items():
-            if m in methods:
-                scores[m] = [np.asarray(s, dtype=np.float64) for s in getattr(imp, name)]
-    own = [m for m in methods if m not in from_importance]
+        for m in chosen:
+            if m.from_importance:
+                scores[m.name] = [np.asarray(s, dtype=np.float64) for s in getattr(imp, m.from_importance)]
+    per_chunk = [m for m in chosen if m.score is not None]
     with _runs.experiment(model, split, seed=seed, max_instances=max_instances, chunk_size=chunk_size,
                           rows=_ROWS, cost=lambda T, H: T * (T + H) * 8, budget=_BUDGET, min_tokens=2,
                           checked_model=model) as run:
         n = len(run)
-        for m in own:
-            scores[m] = [None] * n
+        for m in per_chunk:
+            scores[m.name] = [None] * n
         delta = np.full(n, np.nan)
         probs = np.zeros((n, model.n_classes))
         for rows, chunk in run.chunk_batches():
-            tokens = chunk.tokens
-            words = word_mask(tokens, model.pad_id)
+            inputs = ChunkInputs(model, chunk, seed=seed, ig_steps=ig_steps)
             with torch.no_grad():
-                probs[rows] = model(tokens).probs.double().cpu().numpy()
-            values = {}
-            if "integrated gradients" in own:
-                attr, d = integrated_gradients(model, tokens, steps=ig_steps)
-                values["integrated gradients"] = (attr.abs(), True)
-                delta[rows] = d.double().cpu().numpy()
-            if any(m in _TRANSFORMER_ONLY for m in own):
-                with torch.no_grad():
-                    trace = model.trace(chunk)
-                if "rollout" in own:
-                    values["rollout"] = (rollout_cls(trace), True)
-                if "flow" in own:
-                    values["flow"] = (flow_cls(trace), True)
-                if "effective attention" in own:
-                    last = trace.n_layers - 1
-                    eff = effective_attention(trace.attentions[:, last].cpu().numpy(),
-                                              trace.value_output(last).cpu().numpy(),
-                                              trace.lengths.cpu().numpy())  # (B, h, T, T)
-                    values["effective attention"] = (torch.from_numpy(eff[:, :, 0, :].mean(1)), False)
-            if "random" in own:
-                u = _runs.instance_uniform(seed, _STREAM_RANDOM, chunk.index, tokens.shape[1])
-                values["random"] = (u, False)
-            for m, (v, normalise) in values.items():
-                for row, per_word in zip(rows, _rows_over_words(v, words, normalise)):
-                    scores[m][row] = per_word
+                probs[rows] = model(inputs.tokens).probs.double().cpu().numpy()
+            for m in per_chunk:
+                values = m.score(inputs)
+                for row, per_word in zip(rows, _rows_over_words(values, inputs.words, m.normalise)):
+                    scores[m.name][row] = per_word
+            if "ig_delta" in inputs.recorded:
+                delta[rows] = inputs.recorded["ig_delta"].double().cpu().numpy()
         fields = run.instance_fields(probs)
-    if any(m in from_importance for m in methods) and not np.array_equal(imp.indices, fields["indices"]):
+    if any(m.from_importance for m in chosen) and not np.array_equal(imp.indices, fields["indices"]):
         raise AssertionError("importance() and explain() chose different instances")  # the one runner: never
     return ExplanationResult(
         **fields,
@@ -379,3 +484,95 @@ def plausibility(result: ExplanationResult, rationales, k: int | None = None) ->
     frame.index.name = "method"
     frame["n"] = int(keep.sum())
     return frame
+
+
+# ----------------------------------------------------------------------------- Chapter 15's capstone
+
+
+def explain_and_score(model, split, *, max_instances: int | None = None, seed: int = 0, **settings):
+    """Every method that applies to ``model`` (:func:`explain`) and ERASER's deletion scores of
+    them (:func:`~attnlib.experiments.faithfulness.faithfulness`), on the same sentences.
+
+    ``max_instances`` and ``seed`` pick the sentences (the same for both); ``settings`` go to
+    :func:`explain` (e.g. ``ig_steps``). Returns ``(ExplanationResult, FaithfulnessResult)``.
+    """
+    from .faithfulness import faithfulness
+
+    expl = explain(model, split, max_instances=max_instances, seed=seed, **settings)
+    faith = faithfulness(model, split, expl.by_position(), max_instances=max_instances, seed=seed)
+    return expl, faith
+
+
+def negators_found(result: ExplanationResult, split, negators=None) -> pd.Series:
+    """Per method: the share of the negators a method ranks in its top k (k = the sentence's
+    rationale size), over every negator of the result's sentences.
+
+    ``result``: :func:`explain` on ``split``, a :class:`~attnlib.data.Split` with rationales
+    (the synthetic task's). ``negators``: the words that count (default
+    :data:`attnlib.data.NEGATORS`). The last entry, ``"random (expected)"``, is a uniformly
+    random ranking's expectation, k/n per negator. Ties: the earlier word first. All methods
+    are ranked in one batched argsort.
+    """
+    from ..data import NEGATORS
+
+    negators = NEGATORS if negators is None else tuple(negators)
+    if not isinstance(split, Split):
+        raise ValueError(f"split must be the Split the result was computed on, got {type(split).__name__}")
+    _rationale_truth(result, split)  # the right split, with rationales
+    T = int(result.lengths.max())
+    valid = np.arange(T) < result.lengths[:, None]
+    neg = np.zeros(valid.shape, dtype=bool)
+    neg[valid] = np.isin(np.concatenate([split.tokens[i] for i in result.indices]), negators)
+    if not neg.any():
+        raise ValueError("no sentence of the result has a negator: there is nothing to find")
+    k = np.array([split.rationales[i].sum() for i in result.indices])
+    scores = np.stack([np.where(valid, result.padded(m), -np.inf) for m in result.methods])  # (M, N, T)
+    rank = np.argsort(np.argsort(-scores, axis=2, kind="stable"), axis=2)
+    found = ((rank < k[None, :, None]) & neg[None]).sum(axis=(1, 2)) / neg.sum()
+    out = dict(zip(result.methods, found))
+    out["random (expected)"] = (neg.sum(1) * k / result.lengths).sum() / neg.sum()
+    return pd.Series(out)
+
+
+def yardstick_columns(explained: ExplanationResult, rationales, erased, flips=None, *,
+                      task: str = "synthetic") -> dict:
+    """One model's per-sentence values of every yardstick: column -> {method: values}, the
+    input of :func:`attnlib.uncertainty.rank_columns`.
+
+    Columns, in order: ``"AP, <task>"``, average precision against the rationale
+    (:func:`plausibility_by_instance` of ``explained`` against ``rationales``); for each
+    ``short: FaithfulnessResult`` of ``erased``, ``"comprehensiveness AOPC, <short>"`` and
+    ``"sufficiency AOPC, <short>"``; for each ``short: {ranking: per-sentence fraction}`` of
+    ``flips`` (:func:`~attnlib.experiments.faithfulness.fraction_to_flip`; may be empty where
+    it does not apply), ``"fraction removed to flip, <short>"``.
+    """
+    from .faithfulness import FaithfulnessResult
+
+    if not isinstance(erased, Mapping):
+        raise ValueError("erased must map a short task name to a FaithfulnessResult")
+    ap = plausibility_by_instance(explained, rationales)
+    columns = {f"AP, {task}": dict(ap.items())}
+    for short, faith in erased.items():
+        if not isinstance(faith, FaithfulnessResult):
+            raise ValueError(f"erased[{short!r}] must be a FaithfulnessResult, got {type(faith).__name__}")
+        for metric in ("comprehensiveness", "sufficiency"):
+            per_sentence = faith.aopc(metric)  # (N, methods)
+            columns[f"{metric} AOPC, {short}"] = dict(zip(faith.measures, per_sentence.T))
+    for short, per_ranking in (flips or {}).items():
+        columns[f"fraction removed to flip, {short}"] = per_ranking
+    return columns
+
+
+def yardstick_directions(columns) -> dict:
+    """Column -> whether higher is better, for the columns of :func:`yardstick_columns`
+    (from :data:`~attnlib.experiments.faithfulness.METRICS`)."""
+    from .faithfulness import METRICS
+
+    out = {}
+    for c in columns:
+        name = ("average precision" if c.startswith("AP")
+                else "fraction removed" if c.startswith("fraction") else c.split(" AOPC")[0])
+        if name not in METRICS:
+            raise ValueError(f"column {c!r} is not a yardstick of yardstick_columns")
+        out[c] = METRICS[name].higher_is_better
+    return out

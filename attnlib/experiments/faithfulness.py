@@ -73,6 +73,8 @@ __all__ = [
     "faithfulness_summary",
     "rationale_ranking",
     "rationale_recovery",
+    "fraction_to_flip",
+    "erasure_curves",
 ]
 
 #: ERASER's fractions of the tokens kept as the rationale (DeYoung et al. 2020): 1, 5, 10, 20 and 50 %.
@@ -705,3 +707,30 @@ def rationale_recovery(result: ImportanceResult, rationales, k: int | None = Non
     frame = pd.DataFrame.from_dict(rows, orient="index")
     frame.index.name = "measure"
     return frame
+
+
+# ----------------------------------------------------------------------------- Chapter 15's capstone
+
+
+def fraction_to_flip(model, split_or_batch, *, rankings=("attention", "random"),
+                     max_instances: int | None = None, seed: int = 0) -> dict:
+    """Serrano & Smith's yardstick per sentence: {ranking: (N,) fraction of the attention erased
+    before the decision flips}, a sentence that never flips counting as 1.
+
+    :func:`attnlib.experiments.erasure.ranked_removal` (a model with one attention layer),
+    its ``rankings``, ``max_instances`` and ``seed``.
+    """
+    from .erasure import ranked_removal
+
+    removal = ranked_removal(model, split_or_batch, rankings=rankings, max_instances=max_instances, seed=seed)
+    never_is_all = np.where(removal.flipped, removal.fraction_removed, 1.0)  # (N, R)
+    return dict(zip(removal.rankings, never_is_all.T))
+
+
+def erasure_curves(results) -> dict:
+    """ERASER's curves of several results: {name: :func:`faithfulness_summary` by fraction}
+    (one row per measure and fraction), e.g. one per model for
+    :func:`attnlib.presentation.viz.plot_erasure_curves`."""
+    if not isinstance(results, Mapping) or not results:
+        raise ValueError("results must be a non-empty mapping of name to FaithfulnessResult")
+    return {name: faithfulness_summary(result, by_fraction=True) for name, result in results.items()}

@@ -1314,3 +1314,75 @@ def plot_audit(report, *, title: str | None = None):
         fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return fig
+
+
+# ----------------------------------------------------------------------------- Chapter 10: erasure (moved from the chapter)
+@_fitted
+def plot_single_weight(results: dict):
+    """Serrano & Smith's single-weight test, one panel per model: Delta JSD against the weight gap.
+
+    ``results``: panel title (a model) -> :class:`attnlib.erasure.SingleWeightResult`. Each
+    point is a sentence: x the erased top weight minus the erased random one, y
+    JSD(y-hat, y'_top) - JSD(y-hat, y'_random); above the red line (no difference) erasing
+    the top weight moved the output more.
+    """
+    if not results:
+        raise ValueError("results must map at least one title to a SingleWeightResult")
+    fig, axes = plt.subplots(1, len(results), figsize=(COLUMN_INCHES, 3.4), sharey=True)
+    for ax, (name, r) in zip(np.atleast_1d(axes), results.items()):
+        plot_metric_relation(
+            r.top_weight - r.random_weight,
+            r.jsd_difference,
+            ax=ax,
+            title=name,
+            xlabel="top weight − random weight",
+            ylabel="Δ JSD (top − random)",
+            line=lambda x: 0 * x,
+            line_label="no difference",
+        )
+    fig.tight_layout()
+    return fig
+
+
+__all__ += ["plot_single_weight"]
+
+
+@_fitted
+def plot_erasure_curves(curves: dict, *, title: str | None = None):
+    """ERASER's curves, one column of panels per model: comprehensiveness (top) and sufficiency
+    (bottom) against the top % of words deleted or kept, one line per method (Chapter 15).
+
+    ``curves``: model -> :func:`attnlib.experiments.faithfulness.faithfulness_summary` with
+    ``by_fraction=True`` (e.g. :func:`attnlib.experiments.faithfulness.erasure_curves`). The
+    AOPC of a line is its plain mean over the fractions.
+    """
+    from ..experiments.faithfulness import METRICS
+
+    if not curves:
+        raise ValueError("curves must map at least one model to its by-fraction summary")
+    fig, axes = plt.subplots(2, len(curves), figsize=(COLUMN_INCHES, 6.4), sharex=True, squeeze=False)
+    for col, (family, by) in enumerate(curves.items()):
+        for row, metric in enumerate(("comprehensiveness", "sufficiency")):
+            ax = axes[row, col]
+            label = METRICS[metric].label
+            if label not in by:
+                raise ValueError(f"curves[{family!r}] has no column {label!r}: pass faithfulness_summary(..., by_fraction=True)")
+            for m, curve in by[label].groupby(level="measure", sort=False):
+                x = 100 * curve.index.get_level_values("fraction")
+                ax.plot(x, curve.values, **method_style(m))
+            ax.set_xscale("log")
+            ax.set_xticks([1, 5, 10, 20, 50], ["1", "5", "10", "20", "50"])
+            ax.set_title(f"{family}: {metric}", fontsize=9)
+            if col == 0:
+                ax.set_ylabel(label, fontsize=9)
+            if row == 1:
+                ax.set_xlabel("top % of words")
+    handles, labels = axes[0, -1].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=8, frameon=False)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout(rect=(0, 0.09, 1, 1))
+    return fig
+
+
+__all__ += ["plot_erasure_curves"]

@@ -1,0 +1,291 @@
+"""Chapter 15 (which explanation should you trust?): what its prose reads off its results.
+
+One function per paragraph: the hard slices of the synthetic task (:func:`slices`), the
+capstone table's ranks (:func:`ranks`), the deceivers (:func:`deceivers`) and the book's
+answer (:func:`verdict`); each returns ``{glued name: value}``. :func:`capstone_table` builds
+the table a reader sees and :func:`shown` formats a table of means for display.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ... import uncertainty
+from ...experiments import faithfulness
+from ...experiments.explanations import METHODS
+
+__all__ = [
+    "SHORT",
+    "LEARNED",
+    "shown",
+    "slices",
+    "capstone_table",
+    "ranks",
+    "deceivers",
+    "verdict",
+]
+
+#: The capstone table's columns, as its header (and the verdict) names them.
+SHORT = {
+    "AP, synthetic": "AP syn",
+    "comprehensiveness AOPC, rt": "comp rt",
+    "sufficiency AOPC, rt": "suff rt",
+    "comprehensiveness AOPC, synthetic": "comp syn",
+    "sufficiency AOPC, synthetic": "suff syn",
+    "fraction removed to flip, rt": "S&S rt",
+}
+
+#: Accuracy on sentences with a negated marker from which a model counts as having learned the
+#: synthetic rule (below it, its plausibility column leaves the verdict).
+LEARNED = 0.95
+
+_NEGATED = "with a negated marker"
+
+
+def _need(frame, labels, what: str, axis: str = "index") -> None:
+    have = getattr(frame, axis)
+    missing = [label for label in labels if label not in have]
+    if missing:
+        raise ValueError(f"{what} has no {axis} entry {missing}")
+
+
+def shown(frame: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
+    """A table of means for display: rounded to ``digits``, with "n/a" where a method does not apply.
+
+    frame: any DataFrame of numbers (NaN where a method does not apply).
+    """
+    if not isinstance(frame, pd.DataFrame):
+        raise ValueError(f"frame must be a DataFrame, got {type(frame).__name__}")
+    return frame.map(lambda v: "n/a" if pd.isna(v) else f"{v:.{digits}f}")
+
+
+def slices(found: pd.DataFrame, plausible: pd.DataFrame, transformer, split, bands, names) -> dict[str, Any]:
+    """Reads the two hard slices: the negators the BiLSTM's methods find, and flow by sentence length.
+
+    found: method x model share of the negators in the top k (column "BiLSTM";
+    :func:`attnlib.experiments.explanations.negators_found` per model, with "random (expected)").
+    plausible: (model, method) x plausibility metric (:func:`~attnlib.experiments.explanations.plausibility`).
+    transformer: the transformer's ExplanationResult on ``split`` (with "flow").
+    split: the synthetic test Split (its rationales). bands, names: the length bins and their
+    labels (``pd.cut``).
+    """
+    _need(found, ["BiLSTM"], "found", "columns")
+    _need(found, ["attention", "leave-one-out", "integrated gradients", "random (expected)"], "found")
+    out = {
+        "ch15_neg_lstm_att": float(found.loc["attention", "BiLSTM"]),
+        "ch15_neg_lstm_loo": float(found.loc["leave-one-out", "BiLSTM"]),
+        "ch15_neg_lstm_ig": float(found.loc["integrated gradients", "BiLSTM"]),
+        "ch15_neg_random": float(found.loc["random (expected)", "BiLSTM"]),
+    }
+    if "flow" not in transformer.scores:
+        raise ValueError("transformer must be the transformer's ExplanationResult (it has no flow scores)")
+    truth = [split.rationales[i] for i in transformer.indices]
+    flow_ap = faithfulness.rationale_ranking(transformer.scores["flow"], truth)
+    flow_by_band = (
+        flow_ap["average precision"]
+        .groupby(pd.cut(transformer.lengths, bands, labels=names), observed=True)
+        .mean()
+    )
+    out["ch15_flow_short"] = float(flow_by_band.iloc[0])
+    out["ch15_flow_long"] = float(flow_by_band.iloc[-1])
+    out["ch15_band_short"] = str(flow_by_band.index[0])
+    out["ch15_band_long"] = str(flow_by_band.index[-1])
+    out["ch15_gxi_tf"] = float(plausible.loc[("transformer", "gradient × input"), "average precision"])
+    return out
+
+
+def capstone_table(ranked: dict, higher: dict, methods=METHODS) -> pd.DataFrame:
+    """The capstone table a reader sees: (model, method) x yardstick, "mean (rank)" or "n/a".
+
+    ranked: model -> :class:`attnlib.uncertainty.RankedTable` (columns named as :data:`SHORT`'s keys).
+    higher: column -> whether higher is better (the header's arrow). methods: the row order.
+    """
+    if not ranked:
+        raise ValueError("ranked must map at least one model to its RankedTable")
+    cells = pd.concat(
+        {f: table.cells().reindex(methods) for f, table in ranked.items()},
+        names=["model", "method"],
+    ).fillna("n/a")
+    unknown = [c for c in cells.columns if c not in SHORT or c not in higher]
+    if unknown:
+        raise ValueError(f"no short name or direction for column(s) {unknown}")
+    cells.columns = [f"{SHORT[c]} {'↑' if higher[c] else '↓'}" for c in cells.columns]
+    return cells
+
+
+def _rank_text(table, column: str) -> str:
+    return f"{int(table.ranks.at['attention', column])}" + ("=" if table.tied.at["attention", column] else "")
+
+
+def ranks(ranked: dict, columns: dict, n_methods: dict) -> dict[str, Any]:
+    """Reads the capstone table: per model, the best methods and attention's rank per column,
+    and ERASER's two directions (gradient x input against attention, paired).
+
+    ranked: model -> RankedTable. columns: model -> {column: {method: per-sentence values}}
+    (what was ranked). n_methods: model -> how many methods apply to it.
+    """
+    out: dict[str, Any] = {}
+    for family in ranked:
+        key, table = family.lower(), ranked[family]
+        out[f"ch15_{key}_n_methods"] = n_methods[family]
+        for column, short in (
+            ("AP, synthetic", "ap"),
+            ("comprehensiveness AOPC, rt", "comp"),
+            ("sufficiency AOPC, rt", "suff"),
+        ):
+            first = table.best(column, exclude=["random"])
+            out[f"ch15_{key}_{short}_best"] = " and ".join(first) + (
+                " (tied within noise)" if len(first) > 1 else ""
+            )
+            out[f"ch15_{key}_att_{short}_rank"] = _rank_text(table, column)
+        # ERASER's two directions, sentence by sentence (paired intervals)
+        comp = columns[family]["comprehensiveness AOPC, rt"]
+        ap = columns[family]["AP, synthetic"]
+        out[f"ch15_{key}_eraser_comp"] = uncertainty.compare(
+            comp["gradient × input"], comp["attention"], paired=True
+        ).says(
+            "more comprehensive than",
+            "less comprehensive than",
+            "as comprehensive as, within noise,",
+        )
+        out[f"ch15_{key}_eraser_ap"] = uncertainty.compare(
+            ap["attention"], ap["gradient × input"], paired=True
+        ).says(
+            "more plausible than",
+            "less plausible than",
+            "as plausible as, within noise,",
+        )
+    return out
+
+
+def _fooled(family: str, row: pd.Series, vs_random: dict) -> str:
+    finders = [
+        f"{m} ({row[m]:.3f})"
+        for m in ("leave-one-out", "integrated gradients")
+        if vs_random[m].verdict == "higher"
+    ]
+    hidden = vs_random["attention"].verdict == "lower"
+    chance = " (near chance: there is little left to hide)" if row["accuracy"] < 0.55 else ""
+    return (
+        f"the {family} keeps a test accuracy of {row['accuracy']:.3f}{chance} and "
+        "its attention "
+        f"{'moves off them' if hidden else 'does not move below chance'} "
+        f"({row['attention']:.3f}, against {row['random']:.3f} for a random "
+        "ranking), while "
+        + (
+            " and ".join(finders)
+            + " still put more on them than a random ranking, beyond "
+            "noise: the model uses words its attention hides"
+            if finders and hidden
+            else (
+                " and ".join(finders)
+                + " put more on them than a random ranking, beyond noise"
+                if finders
+                else f"leave-one-out ({row['leave-one-out']:.3f}) and integrated "
+                "gradients "
+                f"({row['integrated gradients']:.3f}) are within noise of, or "
+                "below, a random "
+                "ranking's share: no method finds the words"
+            )
+        )
+    )
+
+
+def deceivers(per_sentence_mass: dict, fooled: pd.DataFrame, top_lambda: float) -> dict[str, Any]:
+    """Reads the deceivers: each model at the largest penalty judged against a random ranking's
+    share of the impermissible words, sentence by sentence, and attention's share at λ = 0.
+
+    per_sentence_mass: (model, "λ = <lam>") -> {method: per-sentence share on the impermissible
+    words}. fooled: (model, penalty) x ["accuracy", methods...], the means. top_lambda: the
+    largest penalty (a number). The models are those of ``fooled``'s index, in order.
+    """
+    _need(fooled, ["accuracy", "attention", "random", "leave-one-out", "integrated gradients"], "fooled", "columns")
+    top_lam = f"λ = {top_lambda:g}"
+    out: dict[str, Any] = {}
+    for family in dict.fromkeys(fooled.index.get_level_values(0)):
+        if (family, top_lam) not in per_sentence_mass:
+            raise ValueError(f"per_sentence_mass has no entry ({family!r}, {top_lam!r})")
+        share, row = per_sentence_mass[(family, top_lam)], fooled.loc[(family, top_lam)]
+        vs_random = {
+            m: uncertainty.compare(share[m], share["random"], paired=True)
+            for m in ("attention", "leave-one-out", "integrated gradients")
+        }
+        out[f"ch15_fool_{family.lower()}"] = _fooled(family, row, vs_random)
+        out[f"ch15_fool_{family.lower()}_att_0"] = float(fooled.loc[(family, "λ = 0"), "attention"])
+    out["ch15_top_lambda"] = top_lam
+    return out
+
+
+def _verdict(family: str, first: list, beaten: list, yardsticks: list, learned: bool, negated: float) -> str:
+    return (
+        f"attention ranks first, alone or tied within noise, on {len(first)} of "
+        "its "
+        f"{len(yardsticks)} yardsticks"
+        + (f" ({', '.join(SHORT[c] for c in first)})" if first else "")
+        + (
+            f", and other methods beat it beyond noise on {len(beaten)} "
+            f"({', '.join(SHORT[c] for c in beaten)})"
+            if beaten
+            else ""
+        )
+        + (
+            ""
+            if learned
+            else "; its plausibility is left out, since the model did not learn "
+            "the rule "
+            f"({negated:.3f} "
+            "on sentences "
+            "with a negated marker)"
+        )
+    )
+
+
+def verdict(ranked: dict, accuracy: pd.DataFrame) -> dict[str, Any]:
+    """Reads the book's answer: per model, on how many yardsticks attention ranks first, and
+    which methods (if any) rank first in every column that compares methods.
+
+    ranked: model -> RankedTable. accuracy: (task, model) x accuracy columns, with
+    "with a negated marker" for the synthetic task; a model under :data:`LEARNED` there did
+    not learn the rule, and its "AP, synthetic" column leaves its verdict.
+    """
+    _need(accuracy, [_NEGATED], "accuracy", "columns")
+    learned = {f: accuracy.loc[("synthetic", f), _NEGATED] >= LEARNED for f in ranked}
+    out: dict[str, Any] = {}
+    winners = []
+    for family in ranked:
+        table = ranked[family]
+        # the columns that compare methods (S&S's has attention and random alone)
+        yardsticks = [
+            c
+            for c in table.ranks.columns
+            if table.ranks[c].drop("random", errors="ignore").notna().sum() > 1
+            and (learned[family] or c != "AP, synthetic")
+        ]
+        firsts = [
+            m
+            for m in table.ranks.index
+            if m != "random"
+            and all(table.ranks.at[m, c] == 1 for c in yardsticks if np.isfinite(table.ranks.at[m, c]))
+        ]
+        winners += [
+            f"{m} (the {family} model)"
+            for m in firsts
+            if all(np.isfinite(table.ranks.at[m, c]) for c in yardsticks)
+        ]
+        first = [c for c in yardsticks if table.ranks.at["attention", c] == 1]
+        beaten = [c for c in yardsticks if table.ranks.at["attention", c] > 1]
+        out[f"ch15_{family.lower()}_verdict"] = _verdict(
+            family, first, beaten, yardsticks, learned[family],
+            accuracy.loc[("synthetic", family), _NEGATED],
+        )
+    out["ch15_sweep"] = (
+        "no method ranks first (alone or tied) in every column for any model"
+        if not winners
+        else "only "
+        + " and ".join(winners)
+        + (" rank" if len(winners) > 1 else " ranks")
+        + " first (alone or tied) in every column that compares methods"
+    )
+    return out

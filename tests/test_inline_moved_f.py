@@ -1,0 +1,221 @@
+"""Chapter 15's code moved out of the notebook: explanations.explain_and_score, negators_found,
+yardstick_columns, yardstick_directions; faithfulness.fraction_to_flip, erasure_curves;
+viz.plot_erasure_curves."""
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from attnlib import data, viz  # noqa: E402
+from attnlib.data import Split  # noqa: E402
+from attnlib.erasure import ranked_removal  # noqa: E402
+from attnlib.explanations import (  # noqa: E402
+    ExplanationResult,
+    explain,
+    explain_and_score,
+    negators_found,
+    plausibility_by_instance,
+    yardstick_columns,
+    yardstick_directions,
+)
+from attnlib.faithfulness import (  # noqa: E402
+    METRICS,
+    FaithfulnessResult,
+    erasure_curves,
+    faithfulness,
+    faithfulness_summary,
+    fraction_to_flip,
+)
+
+
+@pytest.fixture(scope="module")
+def split(tiny_dataset):
+    return tiny_dataset.test.subset(np.arange(12))
+
+
+@pytest.fixture(scope="module")
+def lstm(tiny_model):
+    return tiny_model("lstm", "tanh", 2)
+
+
+@pytest.fixture(scope="module")
+def scored(lstm, split):
+    return explain_and_score(lstm, split, max_instances=10, seed=3, ig_steps=8)
+
+
+# ----------------------------------------------------------------------------- explain_and_score
+def test_explain_and_score_is_explain_then_faithfulness_on_the_same_sentences(scored, lstm, split):
+    expl, faith = scored
+    assert isinstance(expl, ExplanationResult) and isinstance(faith, FaithfulnessResult)
+    ref = explain(lstm, split, max_instances=10, seed=3, ig_steps=8)
+    np.testing.assert_array_equal(expl.indices, ref.indices)
+    np.testing.assert_array_equal(faith.indices, expl.indices)
+    assert faith.measures == expl.methods
+    for m in expl.methods:
+        for a, b in zip(expl.scores[m], ref.scores[m]):
+            np.testing.assert_array_equal(a, b)
+    again = faithfulness(lstm, split, ref.by_position(), max_instances=10, seed=3)
+    np.testing.assert_array_equal(faith.comprehensiveness, again.comprehensiveness)
+    np.testing.assert_array_equal(faith.sufficiency, again.sufficiency)
+
+
+# ----------------------------------------------------------------------------- negators_found
+def _negators_oracle(expl, split):
+    """The chapter's original loop, one method at a time."""
+    T = int(expl.lengths.max())
+    valid = np.arange(T) < expl.lengths[:, None]
+    neg = np.zeros(valid.shape, dtype=bool)
+    neg[valid] = np.isin(np.concatenate([split.tokens[i] for i in expl.indices]), data.NEGATORS)
+    k = np.array([split.rationales[i].sum() for i in expl.indices])
+    out = {}
+    for m in expl.methods:
+        s = np.where(valid, expl.padded(m), -np.inf)
+        rank = np.argsort(np.argsort(-s, axis=1, kind="stable"), axis=1)
+        out[m] = ((rank < k[:, None]) & neg).sum() / neg.sum()
+    out["random (expected)"] = (neg.sum(1) * k / expl.lengths).sum() / neg.sum()
+    return pd.Series(out)
+
+
+def _negated_split(lengths, seed):
+    rng = np.random.default_rng(seed)
+    tokens, rationales = [], []
+    for n in lengths:
+        words = list(rng.choice(["good", "bad", "the", "plot", "not", "never"], size=n))
+        words[0] = "not"  # every sentence has a negator
+        tokens.append(words)
+        r = rng.random(n) < 0.3
+        r[min(1, n - 1)] = True
+        rationales.append(r)
+    return Split("test", [" ".join(t) for t in tokens], tokens,
+                 [np.zeros(len(t) + 2, np.int64) for t in tokens], np.zeros(len(tokens), np.int64), rationales)
+
+
+def _result(split, scores: dict):
+    n = len(split)
+    return ExplanationResult(
+        probs=np.full((n, 2), 0.5), predicted=np.zeros(n, int), labels=np.zeros(n, int), indices=np.arange(n),
+        lengths=np.array([len(t) for t in split.tokens]), methods=tuple(scores), scores=scores,
+        ig_delta=np.full(n, np.nan))
+
+
+@settings(max_examples=30, deadline=None)
+@given(lengths=st.lists(st.integers(1, 9), min_size=1, max_size=6), seed=st.integers(0, 10_000),
+       ties=st.booleans())
+def test_negators_found_is_the_per_method_loop(lengths, seed, ties):
+    split = _negated_split(lengths, seed)
+    rng = np.random.default_rng(seed + 1)
+    draw = (lambda n: rng.integers(0, 2, n).astype(float)) if ties else (lambda n: rng.random(n))
+    scores = {m: [draw(n) for n in lengths] for m in ("attention", "leave-one-out", "random")}
+    result = _result(split, scores)
+    got, want = negators_found(result, split), _negators_oracle(result, split)
+    pd.testing.assert_series_equal(got, want, check_exact=True)
+    assert ((got >= 0) & (got <= 1)).all()
+
+
+def test_negators_found_known_values_and_validation():
+    tokens = [["not", "good", "film"], ["the", "never", "bad", "plot"]]
+    rationales = [np.array([1, 1, 0], bool), np.array([0, 1, 1, 0], bool)]
+    split = Split("test", [" ".join(t) for t in tokens], tokens, [np.zeros(len(t) + 2, np.int64) for t in tokens],
+                  np.zeros(2, np.int64), rationales)
+    result = _result(split, {
+        "attention": [np.array([0.0, 1.0, 0.5]), np.array([0.9, 0.0, 1.0, 0.1])],  # misses both negators
+        "leave-one-out": [np.array([1.0, 0.5, 0.0]), np.array([0.0, 1.0, 0.5, 0.1])],  # finds both
+        "random": [np.array([0.0, 0.1, 0.9]), np.array([0.0, 1.0, 0.0, 0.0])],  # finds one
+    })
+    got = negators_found(result, split)
+    assert got.to_dict() == {"attention": 0.0, "leave-one-out": 1.0, "random": 0.5,
+                             "random (expected)": pytest.approx((2 / 3 + 2 / 4) / 2)}
+    film = negators_found(result, split, negators=["film"])
+    assert (film["attention"], film["leave-one-out"]) == (1.0, 0.0)
+    with pytest.raises(ValueError, match="no sentence of the result has a negator"):
+        negators_found(result, split, negators=["xyz"])
+    with pytest.raises(ValueError, match="Split"):
+        negators_found(result, split.rationales)
+    bare = Split("test", split.texts, split.tokens, split.ids, split.labels)
+    with pytest.raises(ValueError, match="no rationales"):
+        negators_found(result, bare)
+
+
+# ----------------------------------------------------------------------------- fraction_to_flip
+def test_fraction_to_flip_counts_a_sentence_that_never_flips_as_1(lstm, split):
+    flips = fraction_to_flip(lstm, split, rankings=("attention", "random"), max_instances=10, seed=3)
+    removal = ranked_removal(lstm, split, rankings=("attention", "random"), max_instances=10, seed=3)
+    assert list(flips) == ["attention", "random"]
+    for r, name in enumerate(removal.rankings):
+        values = flips[name]
+        assert values.shape == (len(removal),)
+        np.testing.assert_array_equal(values[removal.flipped[:, r]], removal.fraction_removed[removal.flipped[:, r], r])
+        assert (values[~removal.flipped[:, r]] == 1.0).all()
+        assert ((values > 0) & (values <= 1)).all()
+
+
+# ----------------------------------------------------------------------------- yardsticks
+def test_yardstick_columns_in_order_with_their_values(scored, split):
+    expl, faith = scored
+    flips = {"attention": np.ones(3), "random": np.zeros(3)}
+    columns = yardstick_columns(expl, split, {"rt": faith, "synthetic": faith}, flips={"rt": flips})
+    assert list(columns) == ["AP, synthetic", "comprehensiveness AOPC, rt", "sufficiency AOPC, rt",
+                             "comprehensiveness AOPC, synthetic", "sufficiency AOPC, synthetic",
+                             "fraction removed to flip, rt"]
+    ap = plausibility_by_instance(expl, split)
+    for m in expl.methods:
+        pd.testing.assert_series_equal(columns["AP, synthetic"][m], ap[m])
+    for j, m in enumerate(faith.measures):
+        np.testing.assert_array_equal(columns["sufficiency AOPC, rt"][m], faith.sufficiency[:, j].mean(-1))
+        np.testing.assert_array_equal(columns["comprehensiveness AOPC, synthetic"][m],
+                                      faith.comprehensiveness[:, j].mean(-1))
+    assert columns["fraction removed to flip, rt"] is flips
+    empty = yardstick_columns(expl, split, {"rt": faith}, flips={"rt": {}}, task="syn")
+    assert list(empty)[0] == "AP, syn" and empty["fraction removed to flip, rt"] == {}
+    assert "fraction removed to flip, rt" not in yardstick_columns(expl, split, {"rt": faith})
+    with pytest.raises(ValueError, match="FaithfulnessResult"):
+        yardstick_columns(expl, split, {"rt": expl})
+    with pytest.raises(ValueError, match="erased"):
+        yardstick_columns(expl, split, [faith])
+
+
+def test_yardstick_directions():
+    names = ["AP, synthetic", "comprehensiveness AOPC, rt", "sufficiency AOPC, synthetic",
+             "fraction removed to flip, rt"]
+    assert yardstick_directions(names) == dict(zip(names, [True, True, False, False]))
+    assert yardstick_directions(names) == {c: METRICS[m].higher_is_better for c, m in zip(
+        names, ["average precision", "comprehensiveness", "sufficiency", "fraction removed"])}
+    with pytest.raises(ValueError, match="F1"):
+        yardstick_directions(["F1, rt"])
+
+
+# ----------------------------------------------------------------------------- erasure curves
+def test_erasure_curves_and_their_figure(scored):
+    _, faith = scored
+    curves = erasure_curves({"BiLSTM": faith, "Average": faith})
+    assert list(curves) == ["BiLSTM", "Average"]
+    pd.testing.assert_frame_equal(curves["BiLSTM"], faithfulness_summary(faith, by_fraction=True))
+    with pytest.raises(ValueError, match="non-empty"):
+        erasure_curves({})
+    fig = viz.plot_erasure_curves(curves, title="rt: ERASER's curves")
+    try:
+        axes = np.array(fig.axes).reshape(2, 2)
+        assert fig._suptitle.get_text() == "rt: ERASER's curves"
+        assert [ax.get_title() for ax in axes[:, 0]] == ["BiLSTM: comprehensiveness", "BiLSTM: sufficiency"]
+        assert axes[0, 0].get_ylabel() == METRICS["comprehensiveness"].label
+        top = axes[0, 1]
+        assert [line.get_label() for line in top.get_lines()] == list(faith.measures)
+        j = faith.measures.index("attention")
+        line = top.get_lines()[j]
+        np.testing.assert_allclose(line.get_xdata(), 100 * np.asarray(faith.fractions))
+        np.testing.assert_allclose(line.get_ydata(), faith.comprehensiveness[:, j].mean(0))
+        assert line.get_color() == viz.method_style("attention")["color"]
+        assert not viz.unreadable(fig)
+    finally:
+        plt.close(fig)
+    with pytest.raises(ValueError, match="by_fraction"):
+        viz.plot_erasure_curves({"BiLSTM": pd.DataFrame({"n": [1]})})
+    plt.close("all")
+    with pytest.raises(ValueError, match="at least one"):
+        viz.plot_erasure_curves({})

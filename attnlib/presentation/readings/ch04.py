@@ -14,10 +14,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["ENC", "bilstm", "by_class", "class_medians", "encoders"]
+from .wording import ENCODER_NAMES
 
-#: How the prose names each encoder.
-ENC = {"lstm": "BiLSTM", "cnn": "CNN", "average": "Average model"}
+__all__ = ["bilstm", "by_class", "class_medians", "encoders"]
 
 _LSTM = ("rt-polarity", "lstm+tanh")
 
@@ -90,7 +89,7 @@ def by_class(
         if key[1] != "lstm":
             moves_more = class_medians(frame, classes[key[0]])[0].idxmax()
             where_ = key[0].replace("imdb", "IMDB")
-            side.setdefault(moves_more, []).append(f"{where_} {ENC[key[1]]}")
+            side.setdefault(moves_more, []).append(f"{where_} {ENCODER_NAMES[key[1]]}")
     imdb_avg = class_medians(frames[("imdb", "average")], classes["imdb"])[0]
     return {
         "ch04_lstm_class": f"the sentences it predicts {more} move more than those it "
@@ -123,14 +122,14 @@ def encoders(summary: pd.DataFrame, keys: Sequence[tuple[str, str]]) -> dict[str
     rest = summary.loc[[("rt-polarity", f"{e}+tanh") for e in others]]
     return {
         "ch04_rt_vs_lstm": " and ".join(
-            f"the {ENC[e]}'s median is above the BiLSTM's in "
+            f"the {ENCODER_NAMES[e]}'s median is above the BiLSTM's in "
             f"{above[e].sum()} of the {shared[e]} bins both fill"
             for e in others
         ),
         "ch04_rt_others_lo": float(np.nanmin(rest.values)),
         "ch04_rt_others_hi": float(np.nanmax(rest.values)),
         "ch04_imdb_ranges": " and ".join(
-            f"{np.nanmin(s):.3f} to {np.nanmax(s):.3f} ({ENC[m.split('+')[0]]})"
+            f"{np.nanmin(s):.3f} to {np.nanmax(s):.3f} ({ENCODER_NAMES[m.split('+')[0]]})"
             for (d, m), s in summary.iterrows()
             if d == "imdb"
         ),

@@ -16,8 +16,9 @@ import pandas as pd
 from attnlib import uncertainty
 from attnlib.experiments import counterfactual
 
+from .wording import ENCODER_NAMES, require_columns
+
 __all__ = [
-    "ENCODER_NAMES",
     "against_paper",
     "bins",
     "class_split",
@@ -25,15 +26,6 @@ __all__ = [
     "last_shown",
     "other_models",
 ]
-
-#: How the prose names each encoder.
-ENCODER_NAMES = {"lstm": "BiLSTM", "cnn": "CNN", "average": "Average model"}
-
-
-def _check_columns(frame: pd.DataFrame, columns: Sequence[str], what: str) -> None:
-    missing = [c for c in columns if c not in frame.columns]
-    if missing:
-        raise ValueError(f"{what} has no column {', '.join(map(repr, missing))}")
 
 
 def _check_lstm(results: Mapping) -> None:
@@ -65,7 +57,7 @@ def counts(fractions: pd.DataFrame, encoders: Sequence[str], *, eps: float) -> d
     (``"lstm+tanh"``, ...), with a ``class`` column; encoders: the encoders run
     (``"lstm"``, ...); eps: the output bound of the search.
     """
-    _check_columns(fractions, ["n", "n_very_different", "fraction", "class"], "fractions")
+    require_columns(fractions, ["n", "n_very_different", "fraction", "class"], "fractions")
     out: dict[str, Any] = {"ch05_ln2": float(np.log(2))}  # the largest JSD (natural logs)
     totals = fractions.groupby(level="model")[["n", "n_very_different"]].sum()
     for e in encoders:
@@ -152,7 +144,7 @@ def other_models(
     chapter's fractions table (see :func:`counts`); classes: the two class names.
     """
     _check_lstm(results)
-    _check_columns(fractions, ["n", "n_very_different", "fraction", "class"], "fractions")
+    require_columns(fractions, ["n", "n_very_different", "fraction", "class"], "fractions")
     c0, c1 = classes
     lstm = results["lstm"]
     hits = _hits(results)
@@ -223,7 +215,7 @@ def bins(
             f"frames ({len(frames)}) and encoders ({len(encoders)}) must match, one per encoder"
         )
     for f in frames.values():
-        _check_columns(f, ["value", "bin", "predicted"], "a frame")
+        require_columns(f, ["value", "bin", "predicted"], "a frame")
     first_bins = frames[next(iter(frames))].groupby("bin", observed=False).size()
     return {
         "ch05_lstm_top": int(first_bins.iloc[-1]),

@@ -12,9 +12,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .wording import ENCODER_NAMES
+
 __all__ = [
     "DATASET_KEYS",
-    "ENCODER_NAMES",
     "ahead",
     "dilution",
     "imdb",
@@ -25,8 +26,6 @@ __all__ = [
 
 #: The short name each data set's glued numbers carry (``ch06_rt_f1_t``...).
 DATASET_KEYS = {"rt-polarity": "rt", "imdb": "imdb", "synthetic": "syn", "synthetic-long": "long"}
-#: How the prose names each encoder.
-ENCODER_NAMES = {"lstm": "BiLSTM", "cnn": "CNN", "average": "Average model"}
 _METRICS = {"F1": "f1", "accuracy": "acc", "ROC-AUC": "auc"}
 _TABLE_COLUMNS = ["dataset", "encoder", "attention", *_METRICS]
 

@@ -69,6 +69,7 @@ __all__ = [
     "RELEVANCE_METHODS",
     "rollout",
     "rollout_cls",
+    "rollout_words",
     "flow",
     "flow_cls",
     "RelevanceResult",
@@ -202,6 +203,33 @@ def rollout_cls(trace: Trace, *, residual: float = RESIDUAL) -> torch.Tensor:
     for layer in range(steps.shape[1] - 2, -1, -1):
         row = torch.matmul(row.unsqueeze(1), steps[:, layer]).squeeze(1)
     return row
+
+
+def rollout_words(model, split, indices, *, residual: float = RESIDUAL) -> list:
+    """The last layer's [CLS] row of the rollout over each sentence's words, one array per sentence.
+
+    :func:`rollout_cls` of ``model.trace(split.batch(indices))`` (one padded batch), cut to the
+    words: [CLS] (<SOS>) and [SEP] (<EOS>) dropped, the rest not renormalised (Chapter 13
+    measures the share of it on a sentence's impermissible tokens with
+    :func:`attnlib.deception.score_mass`, which divides by the total). Array ``i`` has
+    ``len(split.tokens[indices[i]])`` entries, aligned with those tokens and with
+    :func:`attnlib.importance.importance`'s lists for the same instances.
+
+    Args:
+        model: a transformer with ``trace(batch)`` whose output reads position 0.
+        split: an :class:`attnlib.data.Split` (e.g. ``dataset.test``).
+        indices: the instances (row numbers of ``split``), at least one.
+        residual: as in :func:`rollout`.
+    """
+    if not callable(getattr(model, "trace", None)):
+        raise ValueError(f"model must have a trace(batch) method (a transformer), got {type(model).__name__}")
+    if not callable(getattr(split, "batch", None)):
+        raise ValueError(f"split must be an attnlib.data.Split, got {type(split).__name__}")
+    batch = split.batch(indices)
+    with torch.no_grad():
+        rows = rollout_cls(model.trace(batch), residual=residual)
+    n = batch.lengths.tolist()
+    return [rows[i, 1 : n[i] - 1].cpu().numpy() for i in range(len(n))]
 
 
 # ----------------------------------------------------------------------------- attention flow

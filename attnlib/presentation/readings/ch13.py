@@ -1,0 +1,159 @@
+"""Chapter 13 (attention trained to deceive): the numbers and clauses its prose reads off the
+deception table, the explanations' mass on the impermissible tokens, and erasure.
+
+Each reading function takes the chapter's results and returns ``{glued name: value}``. The
+models are named by :func:`label` (``"transformer, λ = 1"``), the rows of the chapter's tables.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ... import uncertainty
+
+__all__ = ["label", "accuracy_and_mass", "mean_shares", "explanations", "erasure"]
+
+#: The chapter's two model families, and the short names its glued names use.
+FAMILIES = (("BiLSTM + tanh", "lstm"), ("transformer", "tf"))
+
+
+def label(family: str, lam: float) -> str:
+    """A model's name in the chapter's tables: ``label("transformer", 1.0)`` is ``"transformer, λ = 1"``."""
+    return f"{family}, λ = {lam:g}"
+
+
+def _need(frame, columns, what: str) -> None:
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{what} has no column {', '.join(map(repr, missing))}")
+
+
+def accuracy_and_mass(table: pd.DataFrame, summary: pd.Series, *, top: float) -> dict[str, Any]:
+    """The reading of the deception table: accuracy and attention mass without and with the penalty.
+
+    ``table``: :func:`attnlib.deception.deception_table`'s frame, rows named by :func:`label`,
+    with the column "accuracy, impermissible tokens deleted" added; ``summary``: the task's
+    summary (with "impermissible tokens (mean share)"); ``top``: the largest λ trained.
+    """
+    _need(table, ("accuracy", "impermissible attention (%)",
+                  "accuracy, impermissible tokens deleted"), "table")
+    out: dict[str, Any] = {
+        "ch13_top_lambda": f"{top:g}",
+        "ch13_share": float(summary["impermissible tokens (mean share)"]),
+    }
+    for family, short in FAMILIES:
+        for lam, which in ((0.0, "0"), (top, "top")):
+            row = table.loc[label(family, lam)]
+            tag = f"ch13_{short}_{which}"
+            out[f"{tag}_acc"] = float(row["accuracy"])
+            out[f"{tag}_mass"] = float(row["impermissible attention (%)"])
+            out[f"{tag}_deleted"] = float(row["accuracy, impermissible tokens deleted"])
+    drop = {
+        f: float(table.loc[label(f, 0.0), "accuracy"] - table.loc[label(f, top), "accuracy"])
+        for f, _ in FAMILIES
+    }
+    lstm_top_acc = float(table.loc[label("BiLSTM + tanh", top), "accuracy"])
+    out.update(
+        {
+            "ch13_lstm_drop": drop["BiLSTM + tanh"],
+            "ch13_tf_drop": drop["transformer"],
+            "ch13_deleted_max": float(table["accuracy, impermissible tokens deleted"].max()),
+            "ch13_lstm_verdict": (
+                "keeps its accuracy"
+                if drop["BiLSTM + tanh"] < 0.03
+                else "loses much of its accuracy"
+            ),
+            "ch13_lstm_state": (
+                "near chance" if lstm_top_acc < 0.55 else f"at {lstm_top_acc:.3f}"
+            ),
+            "ch13_tf_verdict": (
+                "keeps most of its accuracy" if drop["transformer"] < 0.05 else "loses accuracy"
+            ),
+        }
+    )
+    return out
+
+
+def mean_shares(per_sentence: dict) -> pd.DataFrame:
+    """Each explanation's mean share on the impermissible tokens, a row per model.
+
+    ``per_sentence``: ``{model name: {explanation: (N,) shares per sentence}}``, as
+    :func:`attnlib.deception.score_mass` gives them; sentences whose share is NaN are skipped.
+    """
+    if not per_sentence:
+        raise ValueError("per_sentence must name at least one model")
+    return pd.DataFrame(
+        {
+            key: {name: np.nanmean(mass) for name, mass in masses.items()}
+            for key, masses in per_sentence.items()
+        }
+    ).T
+
+
+_SHORT = (("attention", "att"), ("gradient", "grad"), ("leave-one-out", "loo"), ("rollout", "roll"))
+_OTHERS = ("gradient", "leave-one-out", "rollout")
+
+
+def explanations(
+    shares: pd.DataFrame, per_sentence: dict, token_share, *, top: float, n_explained: int
+) -> dict[str, Any]:
+    """The reading of the explanations' mass on the impermissible tokens: do they see through it?
+
+    ``shares``: :func:`mean_shares`' table (rows :func:`label`, columns attention, gradient,
+    leave-one-out, rollout); ``per_sentence``: the per-sentence shares it was made from;
+    ``token_share``: per sentence, the impermissible tokens' share of its tokens (what uniform
+    weights give), aligned with ``per_sentence``; ``top``: the largest λ; ``n_explained``: how
+    many test sentences were explained.
+    """
+    _need(shares, [m for m, _ in _SHORT], "shares")
+    tf_top = shares.loc[label("transformer", top)]
+    tf_0 = shares.loc[label("transformer", 0.0)]
+    lstm_top = shares.loc[label("BiLSTM + tanh", top)]
+    out: dict[str, Any] = {"ch13_n_explained": n_explained}
+    for m, key in _SHORT:
+        out[f"ch13_tf_top_{key}"] = float(tf_top[m])
+    for m, key in _SHORT:
+        out[f"ch13_tf_0_{key}"] = float(tf_0[m])
+    out["ch13_lstm_top_grad"] = float(lstm_top["gradient"])
+    out["ch13_lstm_top_loo"] = float(lstm_top["leave-one-out"])
+    att_drop = float(tf_0["attention"] - tf_top["attention"])
+    other_drop = max(float(tf_0[m] - tf_top[m]) for m in _OTHERS)
+    out["ch13_others_move"] = "far less" if other_drop < att_drop / 2 else "almost as much"
+    out["ch13_others_fooled"] = (
+        "none of them is fooled the way attention is"
+        if min(float(tf_top[m]) for m in _OTHERS) > 10 * float(tf_top["attention"])
+        else "some of them are fooled too"
+    )
+    deceptive = per_sentence[label("transformer", top)]
+    seeing = [  # above uniform weights' share beyond noise, sentence by sentence (paired)
+        m
+        for m in _OTHERS
+        if uncertainty.compare(deceptive[m], token_share, paired=True).verdict == "higher"
+    ]
+    out["ch13_seeing"] = (
+        ", ".join(seeing)
+        if seeing
+        else "none of them: each is within noise of, or below, that share"
+    )
+    return out
+
+
+def erasure(removal: pd.DataFrame, *, top: float) -> dict[str, Any]:
+    """The reading of Serrano & Smith's erasure on the BiLSTMs without and with the penalty.
+
+    ``removal``: :func:`attnlib.erasure.removal_summary`'s frames concatenated under the keys
+    ``label("BiLSTM + tanh", lam)`` for λ = 0 and ``top`` (rows: attention, gradient, random;
+    columns never_flipped, mean_fraction_removed); ``top``: the largest λ.
+    """
+    _need(removal, ("never_flipped", "mean_fraction_removed"), "removal")
+    r0 = removal.loc[label("BiLSTM + tanh", 0.0)]
+    r1 = removal.loc[label("BiLSTM + tanh", top)]
+    out: dict[str, Any] = {}
+    for name, r in (("0", r0), ("top", r1)):
+        for ranking in ("attention", "gradient", "random"):
+            out[f"ch13_erase{name}_{ranking}_flips"] = 1 - float(r.loc[ranking, "never_flipped"])
+    out["ch13_erase0_att"] = float(r0.loc["attention", "mean_fraction_removed"])
+    out["ch13_erase0_grad"] = float(r0.loc["gradient", "mean_fraction_removed"])
+    return out

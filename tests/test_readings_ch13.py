@@ -1,0 +1,139 @@
+"""attnlib.presentation.readings.ch13: Chapter 13's readings, on small hand-made tables."""
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from attnlib.presentation.readings import ch13
+from attnlib.presentation.readings.ch13 import label
+
+TOP = 1.0
+DELETED = "accuracy, impermissible tokens deleted"
+
+
+@given(st.sampled_from(["BiLSTM + tanh", "transformer"]), st.floats(0, 10, allow_nan=False))
+def test_label_names_a_model_as_the_tables_do(family, lam):
+    assert label(family, lam) == f"{family}, λ = {lam:g}"
+    assert label(family, lam).startswith(family + ", λ = ")
+
+
+def test_label_examples():
+    assert label("transformer", 1.0) == "transformer, λ = 1"
+    assert label("BiLSTM + tanh", 0.1) == "BiLSTM + tanh, λ = 0.1"
+    assert label("BiLSTM + tanh", 0.0) == "BiLSTM + tanh, λ = 0"
+
+
+def _table(lstm=(0.75, 0.74), tf=(0.78, 0.70), deleted=(0.5, 0.51, 0.49, 0.52)):
+    rows = {label("BiLSTM + tanh", 0.0): (lstm[0], 40.0, deleted[0]),
+            label("BiLSTM + tanh", TOP): (lstm[1], 0.01, deleted[1]),
+            label("transformer", 0.0): (tf[0], 30.0, deleted[2]),
+            label("transformer", TOP): (tf[1], 0.002, deleted[3])}
+    return pd.DataFrame.from_dict(rows, orient="index",
+                                  columns=["accuracy", "impermissible attention (%)", DELETED])
+
+
+SUMMARY = pd.Series({"impermissible tokens (mean share)": 0.4})
+
+
+def test_accuracy_and_mass_values():
+    out = ch13.accuracy_and_mass(_table(), SUMMARY, top=TOP)
+    assert out["ch13_top_lambda"] == "1" and out["ch13_share"] == 0.4
+    assert out["ch13_lstm_0_acc"] == 0.75 and out["ch13_lstm_top_mass"] == 0.01
+    assert out["ch13_tf_top_acc"] == 0.70 and out["ch13_tf_0_mass"] == 30.0
+    assert out["ch13_tf_top_deleted"] == 0.52 and out["ch13_lstm_0_deleted"] == 0.5
+    assert out["ch13_lstm_drop"] == pytest.approx(0.01)
+    assert out["ch13_tf_drop"] == pytest.approx(0.08)
+    assert out["ch13_deleted_max"] == 0.52
+    assert out["ch13_lstm_verdict"] == "keeps its accuracy"
+    assert out["ch13_lstm_state"] == "at 0.740"
+    assert out["ch13_tf_verdict"] == "loses accuracy"
+    assert len(out) == 2 + 12 + 6
+
+
+def test_accuracy_and_mass_other_branches():
+    out = ch13.accuracy_and_mass(_table(lstm=(0.75, 0.52), tf=(0.78, 0.76)), SUMMARY, top=TOP)
+    assert out["ch13_lstm_verdict"] == "loses much of its accuracy"
+    assert out["ch13_lstm_state"] == "near chance"
+    assert out["ch13_tf_verdict"] == "keeps most of its accuracy"
+
+
+def test_accuracy_and_mass_needs_the_deleted_column():
+    with pytest.raises(ValueError, match="deleted"):
+        ch13.accuracy_and_mass(_table().drop(columns=DELETED), SUMMARY, top=TOP)
+
+
+def test_mean_shares_skips_nan_sentences():
+    per_sentence = {"m1": {"attention": np.array([0.1, np.nan, 0.3]), "gradient": np.array([0.5, 0.5])},
+                    "m2": {"attention": np.array([0.0, 1.0])}}
+    shares = ch13.mean_shares(per_sentence)
+    assert list(shares.index) == ["m1", "m2"] and list(shares.columns) == ["attention", "gradient"]
+    assert shares.loc["m1", "attention"] == pytest.approx(0.2)
+    assert shares.loc["m2", "attention"] == 0.5 and np.isnan(shares.loc["m2", "gradient"])
+    with pytest.raises(ValueError):
+        ch13.mean_shares({})
+
+
+MEASURES = ["attention", "gradient", "leave-one-out", "rollout"]
+
+
+def _per_sentence(tf_top, tf_0, lstm_top, n=40, seed=0):
+    """Per-sentence shares scattered (a little) around the given means."""
+    rng = np.random.default_rng(seed)
+    make = lambda means: {m: v + rng.normal(0, 0.005, n) for m, v in zip(MEASURES, means) if v is not None}
+    return {label("transformer", TOP): make(tf_top), label("transformer", 0.0): make(tf_0),
+            label("BiLSTM + tanh", TOP): make(lstm_top)}
+
+
+def test_explanations_values_and_one_branch_each():
+    per_sentence = _per_sentence((0.001, 0.5, 0.45, 0.6), (0.5, 0.55, 0.5, 0.62), (0.002, 0.3, 0.35, None))
+    shares = ch13.mean_shares(per_sentence)
+    token_share = np.full(40, 0.4)
+    out = ch13.explanations(shares, per_sentence, token_share, top=TOP, n_explained=40)
+    assert out["ch13_n_explained"] == 40
+    assert out["ch13_tf_top_att"] == pytest.approx(0.001, abs=0.003)
+    assert out["ch13_tf_0_roll"] == pytest.approx(0.62, abs=0.003)
+    assert out["ch13_lstm_top_grad"] == pytest.approx(0.3, abs=0.003)
+    assert out["ch13_lstm_top_loo"] == pytest.approx(0.35, abs=0.003)
+    assert out["ch13_others_move"] == "far less"
+    assert out["ch13_others_fooled"] == "none of them is fooled the way attention is"
+    assert out["ch13_seeing"] == "gradient, leave-one-out, rollout"
+
+
+def test_explanations_other_branches():
+    per_sentence = _per_sentence((0.01, 0.05, 0.3, 0.2), (0.5, 0.55, 0.5, 0.62), (0.002, 0.3, 0.35, None))
+    shares = ch13.mean_shares(per_sentence)
+    out = ch13.explanations(shares, per_sentence, np.full(40, 0.4), top=TOP, n_explained=40)
+    assert out["ch13_others_move"] == "almost as much"  # gradient fell by 0.5, attention by 0.49
+    assert out["ch13_others_fooled"] == "some of them are fooled too"  # gradient 0.05 < 10 x 0.01
+    assert out["ch13_seeing"] == "none of them: each is within noise of, or below, that share"
+
+
+def test_explanations_needs_every_measure():
+    per_sentence = _per_sentence((0.001, 0.5, 0.45, 0.6), (0.5, 0.55, 0.5, 0.62), (0.002, 0.3, 0.35, None))
+    shares = ch13.mean_shares(per_sentence).drop(columns="rollout")
+    with pytest.raises(ValueError, match="rollout"):
+        ch13.explanations(shares, per_sentence, np.full(40, 0.4), top=TOP, n_explained=40)
+
+
+def _removal(never0=(0.2, 0.3, 0.9), never1=(0.95, 0.6, 1.0)):
+    frames = {
+        label("BiLSTM + tanh", lam): pd.DataFrame(
+            {"never_flipped": never, "mean_fraction_removed": [0.3, 0.2, 0.6]},
+            index=["attention", "gradient", "random"])
+        for lam, never in ((0.0, never0), (TOP, never1))
+    }
+    return pd.concat(frames, axis=0)
+
+
+def test_erasure_reading():
+    out = ch13.erasure(_removal(), top=TOP)
+    assert out["ch13_erase0_attention_flips"] == pytest.approx(0.8)
+    assert out["ch13_erase0_gradient_flips"] == pytest.approx(0.7)
+    assert out["ch13_erase0_random_flips"] == pytest.approx(0.1)
+    assert out["ch13_erasetop_attention_flips"] == pytest.approx(0.05)
+    assert out["ch13_erasetop_random_flips"] == 0.0
+    assert out["ch13_erase0_att"] == 0.3 and out["ch13_erase0_grad"] == 0.2
+    assert len(out) == 8
+    with pytest.raises(ValueError, match="never_flipped"):
+        ch13.erasure(_removal().drop(columns="never_flipped"), top=TOP)

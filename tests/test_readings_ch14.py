@@ -1,0 +1,106 @@
+"""attnlib.presentation.readings.ch14: Chapter 14's readings, on small hand-made tables."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from attnlib.presentation.readings import ch14
+
+METHODS = ["raw attention", "rollout", "flow"]
+
+
+def _rho(last_means, n=60, layers=2, seed=0):
+    """{(measure, method): (n, layers)} with the last layer's values scattered around the given means."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for measure, means in last_means.items():
+        for method, mean in zip(METHODS, means):
+            values = rng.normal(0.1, 0.05, (n, layers))
+            values[:, -1] = mean + rng.normal(0, 0.05, n)
+            out[measure, method] = values
+    return out
+
+
+def _table(rho):
+    rows = []
+    for (measure, method), values in rho.items():
+        for layer in range(values.shape[1]):
+            mean = float(values[:, layer].mean())
+            rows.append(dict(measure=measure, method=method, layer=layer + 1, mean=mean, low=mean - 0.02,
+                             high=mean + 0.02))
+    return pd.DataFrame(rows)
+
+
+def test_correlations_values_and_a_single_best():
+    rho = _rho({"loo": (0.1, 0.5, 0.3), "gradient": (0.3, 0.1, 0.1)})
+    table = _table(rho)
+    out = ch14.correlations(table, rho, n=60)
+    assert out["ch14_n"] == 60 and out["ch14_layers"] == 2
+    assert out["ch14_loo_roll_last"] == pytest.approx(rho["loo", "rollout"][:, -1].mean())
+    assert out["ch14_loo_raw_first"] == pytest.approx(rho["loo", "raw attention"][:, 0].mean())
+    m = out["ch14_loo_flow_last"]
+    assert out["ch14_loo_flow_ci"] == f"[{m - 0.02:.2f}, {m + 0.02:.2f}]"
+    assert out["ch14_loo_best"] == "rollout"
+    assert out["ch14_loo_beats"] == "rollout and flow agree"
+    assert out["ch14_gradient_best"] == "raw attention"
+    assert out["ch14_gradient_beats"] == "neither rollout nor flow agrees"
+    assert len(out) == 2 + 2 * (6 + 3 + 2)
+
+
+def test_correlations_ties_and_one_method_beating_raw():
+    rho = _rho({"loo": (0.1, 0.5, 0.5), "gradient": (0.1, 0.1, 0.5)})
+    out = ch14.correlations(_table(rho), rho, n=60)
+    tied = out["ch14_loo_best"]  # best mean first
+    assert tied in ("rollout and flow, tied within noise", "flow and rollout, tied within noise")
+    assert out["ch14_gradient_best"] == "flow"
+    assert out["ch14_gradient_beats"] == "flow agrees"
+
+
+def test_correlations_needs_the_interval_columns():
+    rho = _rho({"loo": (0.1, 0.5, 0.3), "gradient": (0.3, 0.1, 0.1)})
+    with pytest.raises(ValueError, match="low"):
+        ch14.correlations(_table(rho).drop(columns="low"), rho, n=60)
+
+
+def _synthetic(n=50, T=8, seed=0, good=("rollout",)):
+    """Sentences with 2 marker positions; ``good`` methods score them high, the others at random."""
+    rng = np.random.default_rng(seed)
+    rationales = []
+    for _ in range(n):
+        r = np.zeros(T, bool)
+        r[rng.choice(T, 2, replace=False)] = True
+        rationales.append(r)
+    names = ["raw attention", "rollout", "flow", "blank-out", "gradient", "random"]
+    scores = {name: [rng.random(T) + (2.0 * r if name in good else 0) for r in rationales] for name in names}
+    from attnlib import faithfulness
+
+    recovery = pd.DataFrame({name: faithfulness.rationale_ranking(s, rationales)[
+        ["precision@k", "average precision", "AUC"]].mean() for name, s in scores.items()}).T
+    return recovery, scores, rationales
+
+
+def test_rationale_values_and_a_single_best():
+    recovery, scores, rationales = _synthetic()
+    out = ch14.rationale(recovery, scores, rationales, accuracy=0.97)
+    assert out["ch14_syn_acc"] == 0.97
+    assert out["ch14_syn_best"] == "rollout"
+    assert out["ch14_syn_roll_ap"] == pytest.approx(1.0)
+    assert out["ch14_syn_best_ap"] == pytest.approx(1.0)
+    assert out["ch14_syn_random_ap"] == recovery.loc["random", "average precision"]
+    assert out["ch14_syn_raw_ap"] < 0.8
+    assert set(out) == {"ch14_syn_acc", "ch14_syn_best", "ch14_syn_best_ap", "ch14_syn_raw_ap",
+                        "ch14_syn_roll_ap", "ch14_syn_flow_ap", "ch14_syn_random_ap"}
+
+
+def test_rationale_ties_are_listed():
+    recovery, scores, rationales = _synthetic(good=("rollout", "flow", "gradient"))
+    out = ch14.rationale(recovery, scores, rationales, accuracy=0.9)
+    assert out["ch14_syn_best"] == "rollout, flow and gradient, tied within noise"
+
+
+def test_rationale_ignores_random_even_when_it_is_best():
+    recovery, scores, rationales = _synthetic(good=("random", "flow"))
+    out = ch14.rationale(recovery, scores, rationales, accuracy=0.9)
+    assert out["ch14_syn_best"] == "flow"
+    assert out["ch14_syn_best_ap"] == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="average precision"):
+        ch14.rationale(recovery.drop(columns="average precision"), scores, rationales, accuracy=0.9)

@@ -8,8 +8,8 @@ imports a private (underscored) name of another (``tests/test_layout.py`` checks
     models/          the model protocol (what an experiment needs from a model), the
                      interventions on attention rows, and the families that meet it
     train            recipes, seeds, the model cache, training several models at once
-    _runs            the one private experiment runner: subset, length buckets,
-                     chunks under a memory bound, device, eval mode
+    runs             the one experiment runner: subset, length buckets, chunks under a
+                     memory bound, device, eval mode; InstanceResult, every result's base
     experiments/     what the chapters run: importance, counterfactual, erasure,
                      baselines, adversarial_training, diagnostic; Part IV's identifiability,
                      token_identity, head_perturbation, head_importance, adversarial_keys,
@@ -58,6 +58,7 @@ _SUBMODULES = {
     "profiles": "profiles",
     "published": "published",
     "train": "train",
+    "runs": "runs",
     "experiments": "experiments",
     "presentation": "presentation",
     "importance": "experiments.importance",

@@ -138,7 +138,7 @@ def bench_permutation(n: int = 500, n_permutations: int = 100, repeats: int = 3)
     with torch.no_grad():
         # the library's length buckets, and J&W's batches of 32 sorted by length, encoded once
         H = model.config.hidden_size
-        chunks = _runs.chunks(lengths, cf._PERMUTATION_ROWS, lambda T: (P + 1) * (H + 4 * T), cf._PERMUTATION_BUDGET, None)
+        chunks = runs.chunks(lengths, cf._PERMUTATION_ROWS, lambda T: (P + 1) * (H + 4 * T), cf._PERMUTATION_BUDGET, None)
         buckets = [_encode(model, split, indices[c]) for c in chunks]
         order = indices[np.argsort(lengths, kind="stable")]
         batches32 = [_encode(model, split, order[i : i + 32]) for i in range(0, n, 32)]

@@ -85,7 +85,7 @@ def _one_instance(model, hidden, alpha, index, rankings, seed: int, per_k: bool 
         if name == "attention":
             score = alpha[0].double()
         elif name == "random":  # the library's key for this sentence; its real tokens sit at padded positions 1..n
-            score = _runs.instance_uniform(seed, er._STREAM_RANKING, index, n + 1)[0, 1:]
+            score = runs.instance_uniform(seed, er._STREAM_RANKING, index, n + 1)[0, 1:]
         elif name == "gradient":
             score = grad[0].double()
         else:
@@ -152,10 +152,10 @@ def bench_erasure(repeats: int = 3, threads: int | None = 1) -> dict:
             batch = split.batch(indices)
             lengths = batch.lengths.numpy()
             H = model.config.hidden_size
-            chunks = _runs.chunks(lengths, er._RANKED_ROWS, lambda T: T * (H + 3 * R * T), er._BUDGET, None)
+            chunks = runs.chunks(lengths, er._RANKED_ROWS, lambda T: T * (H + 3 * R * T), er._BUDGET, None)
             buckets = []
             for rows in chunks:
-                sub = _runs.take(batch, rows)
+                sub = runs.take(batch, rows)
                 encoded = model.encode(sub)
                 buckets.append((sub, encoded, model.attend(encoded)))
             order = np.concatenate(chunks)

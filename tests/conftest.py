@@ -46,6 +46,24 @@ def tiny_model(tiny_dataset):
     return make
 
 
+@pytest.fixture(scope="module")
+def lstm(tiny_model):
+    """J&W's tanh BiLSTM on the tiny task, 2 epochs (shared by the explanation and faithfulness tests)."""
+    return tiny_model("lstm", "tanh", 2)
+
+
+@pytest.fixture(scope="module")
+def transformer(tiny_dataset):
+    """The small transformer, untrained (seed 0): 2 layers x 2 heads, head_dim 4, width 8, in eval mode."""
+    import torch
+
+    from attnlib.models import TransformerClassifier, TransformerConfig
+
+    torch.manual_seed(0)
+    config = TransformerConfig(layers=2, heads=2, head_dim=4, embed_dim=8, dropout=0.0)
+    return TransformerClassifier(len(tiny_dataset.vocab), config).eval()
+
+
 #: The word pieces of :func:`tiny_bert_checkpoint`'s vocabulary (after [PAD] [UNK] [CLS] [SEP] [MASK]).
 TINY_BERT_WORDS = ["good", "bad", "movie", "film", "the", "a", "is", "was", "very", "plot", "actor", "boring", "fun",
                    "and", "not", "story", "long", "short", "##s", "##ly"]

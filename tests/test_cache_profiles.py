@@ -106,7 +106,7 @@ def test_code_version_follows_the_training_code_not_the_plots(tmp_path):
         f.write("\nNEW_COLOUR = 'tab:olive'\n")
     (copy / "presentation" / "new_figures.py").write_text("X = 1\n")
     assert cache.code_version(copy) == before  # the presentation package, by folder, does not invalidate models
-    for reader in ("published.py", "uncertainty.py", "profiles.py", "_runs.py", "experiments/importance.py",
+    for reader in ("published.py", "uncertainty.py", "profiles.py", "runs.py", "experiments/importance.py",
                    "experiments/deception.py"):
         with open(copy / reader, "a") as f:
             f.write("\nNEW_NUMBER = 0.5\n")

@@ -1,6 +1,6 @@
 """One contract for every per-instance experiment: chunking, eval mode, Split vs Batch, bad models.
 
-Each experiment runs through attnlib's one runner (attnlib._runs) and edits attention through
+Each experiment runs through attnlib's one runner (attnlib.runs) and edits attention through
 the model protocol, so the same promises hold for all of them; this file checks them together.
 """
 import numpy as np
@@ -129,7 +129,7 @@ NEEDS_TWO = {"single_weight", "ranked_removal", "importance"}
 def test_every_result_has_the_same_instance_fields_and_lists_what_it_left_out(name, tiny_model, tiny_dataset):
     import warnings
 
-    from attnlib._runs import InstanceResult
+    from attnlib.runs import InstanceResult
     from attnlib.data import collate
 
     vocab, test = tiny_dataset.vocab, tiny_dataset.test
@@ -177,3 +177,96 @@ def test_the_audits_integrated_gradients_steps_are_the_books():
     from attnlib.experiments import audit, explanations
 
     assert inspect.signature(audit.audit).parameters["ig_steps"].default == explanations.IG_STEPS
+
+
+# --- One signature for every per-instance experiment (issue 28 item 3) ---------------------------
+def _per_instance_experiments():
+    """Every public function of attnlib.experiments that picks instances (takes max_instances)."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import attnlib.experiments as package
+
+    found = {}
+    for info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"attnlib.experiments.{info.name}")
+        for name in getattr(module, "__all__", []):
+            fn = getattr(module, name)
+            if inspect.isfunction(fn) and "max_instances" in inspect.signature(fn).parameters:
+                found[f"{info.name}.{name}"] = fn
+    return found
+
+
+#: The audit reads the reader's own files and frames (``data``), not a split: its own contract
+#: is in tests/test_audit.py.
+READS_FILES = {"audit.audit"}
+
+
+def test_the_experiments_found_are_the_books():
+    found = set(_per_instance_experiments())
+    assert {"counterfactual.permute_attention", "counterfactual.adversarial_attention", "erasure.single_weight",
+            "erasure.ranked_removal", "importance.importance", "explanations.explain", "faithfulness.faithfulness",
+            "flow.relevance_by_layer", "head_perturbation.permute_heads",
+            "head_perturbation.adversarial_heads"} <= found, found
+
+
+@pytest.mark.parametrize("name", sorted(set(_per_instance_experiments()) - READS_FILES))
+def test_every_per_instance_experiment_has_the_same_parameters(name):
+    """(model, split, ..., max_instances=None, seed=0, chunk_size=None): the same names, defaults and meaning."""
+    import inspect
+
+    params = inspect.signature(_per_instance_experiments()[name]).parameters
+    assert list(params)[:2] == ["model", "split"], f"{name}{inspect.signature(_per_instance_experiments()[name])}"
+    forwards = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())  # e.g. explain_and_score
+    for param, default in (("max_instances", None), ("seed", 0), ("chunk_size", None)):
+        if param == "chunk_size" and forwards:
+            continue
+        assert param in params, f"{name} lacks {param}"
+        assert params[param].default == default, f"{name}: {param} defaults to {params[param].default!r}"
+        assert params[param].kind is inspect.Parameter.KEYWORD_ONLY, f"{name}: {param} must be keyword-only"
+    if "site" in params:
+        assert params["site"].default is None, f"{name}: site defaults to the model's own (None)"
+
+
+def test_the_runner_and_its_result_are_public():
+    import attnlib
+    from attnlib import runs
+
+    assert attnlib.runs is runs and "InstanceResult" in runs.__all__ and "experiment" in runs.__all__
+    for cls in ("PermutationResult", "AdversaryResult"):
+        assert issubclass(getattr(cf, cls), runs.InstanceResult)
+
+
+# --- The transformer experiments keep the same promises ------------------------------------------
+from attnlib import explanations as ex  # noqa: E402
+from attnlib import faithfulness as fa  # noqa: E402
+from attnlib import flow as fl  # noqa: E402
+from attnlib import head_perturbation as hp  # noqa: E402
+
+TRANSFORMER_EXPERIMENTS = {
+    "explain": lambda m, x, **kw: {k: np.concatenate(v) for k, v in
+                                   ex.explain(m, x, seed=0, ig_steps=4, **kw).scores.items()},
+    "relevance_by_layer": lambda m, x, **kw: {k: np.concatenate([np.ravel(a) for a in v]) for k, v in
+                                              fl.relevance_by_layer(m, x, seed=0, **kw).scores.items()},
+    "adversarial_heads": lambda m, x, **kw: hp.adversarial_heads(
+        m, x, [m.sites[0], m.sites[-1]], k=2, steps=3, seed=0, **kw)[["instance", "eps_max_jsd", "kept"]]
+        .to_dict("list"),
+    "faithfulness": lambda m, x, **kw: fa.faithfulness(
+        m, x, im.importance(m, x, seed=0, max_instances=kw.get("max_instances")), seed=0, **kw).to_frame()
+        .select_dtypes("number").to_dict("list"),
+}
+
+
+@pytest.mark.parametrize("name", TRANSFORMER_EXPERIMENTS)
+def test_transformer_experiments_do_not_depend_on_chunk_size(name, transformer, split):
+    run = TRANSFORMER_EXPERIMENTS[name]
+    _assert_same(run(transformer, split, max_instances=12), run(transformer, split, max_instances=12, chunk_size=5))
+
+
+@pytest.mark.parametrize("name", [n for n in TRANSFORMER_EXPERIMENTS if n != "faithfulness"])
+def test_transformer_experiments_take_a_split_or_a_batch(name, transformer, split):
+    """(faithfulness scores by split position: with an ImportanceResult it takes the Split, tests/test_faithfulness.py)"""
+    run = TRANSFORMER_EXPERIMENTS[name]
+    batch = split.batch(np.arange(len(split)))
+    _assert_same(run(transformer, split, max_instances=10), run(transformer, batch, max_instances=10), atol=0)

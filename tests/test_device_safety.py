@@ -23,7 +23,7 @@ MODULES = sorted(p for p in ROOT.rglob("*.py") if "__pycache__" not in p.parts)
 FACTORIES = {"zeros", "ones", "full", "empty", "arange", "tensor", "as_tensor", "rand", "randn", "randint",
              "randperm", "linspace", "eye"}
 #: Where experiments run: the experiments and the runner they share.
-EXPERIMENT_CODE = [p for p in MODULES if "experiments" in p.parts or p.name == "_runs.py"]
+EXPERIMENT_CODE = [p for p in MODULES if "experiments" in p.parts or p.name == "runs.py"]
 
 
 def _is_cpu_call(node: ast.AST) -> bool:

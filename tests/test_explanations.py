@@ -32,20 +32,8 @@ def split(tiny_dataset):
 
 
 @pytest.fixture(scope="module")
-def lstm(tiny_model):
-    return tiny_model("lstm", "tanh", 2)
-
-
-@pytest.fixture(scope="module")
 def average(tiny_model):
     return tiny_model("average", "tanh", 2)
-
-
-@pytest.fixture(scope="module")
-def transformer(tiny_dataset):
-    torch.manual_seed(0)
-    config = TransformerConfig(layers=2, heads=2, head_dim=4, embed_dim=8, dropout=0.0)
-    return TransformerClassifier(len(tiny_dataset.vocab), config).eval()
 
 
 def test_methods_that_apply(lstm, average, transformer):

@@ -33,18 +33,6 @@ def split(tiny_dataset):
     return tiny_dataset.test.subset(np.arange(12))
 
 
-@pytest.fixture(scope="module")
-def lstm(tiny_model):
-    return tiny_model("lstm", "tanh", 2)
-
-
-@pytest.fixture(scope="module")
-def transformer(tiny_dataset):
-    torch.manual_seed(0)
-    config = TransformerConfig(layers=2, heads=2, head_dim=4, embed_dim=8, dropout=0.0)
-    return TransformerClassifier(len(tiny_dataset.vocab), config).eval()
-
-
 def random_scores(split, seed):
     rng = np.random.default_rng(seed)
     return [np.round(rng.random(len(ids) - 2), 1) for ids in split.ids]  # rounding makes ties

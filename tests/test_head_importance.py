@@ -105,7 +105,7 @@ def test_gate_gradient_equals_attention_times_its_gradient():
 
 def test_importance_is_the_mean_absolute_gradient_normalised_per_layer():
     model, split = _model(), _split()
-    raw = head_importance(model, split, normalize=False, batch_size=5)
+    raw = head_importance(model, split, normalise=False, batch_size=5)
     np.testing.assert_allclose(raw, np.abs(gate_gradients(model, split, batch_size=5)).mean(0), rtol=1e-12)
     scores = head_importance(model, split, batch_size=5)
     assert scores.shape == (2, 2) and scores.dtype == np.float64
@@ -230,7 +230,7 @@ def test_errors():
             fn(model, [])
     with pytest.raises(ValueError, match="empty"):
         prune_by_importance(model, [], np.ones((2, 2)))
-    with pytest.raises(ValueError, match="data must be"):
+    with pytest.raises(ValueError, match="split must be"):
         head_importance(model, "not data")
     with pytest.raises(ValueError, match="labels"):
         head_importance(model, [object()])
@@ -238,8 +238,8 @@ def test_errors():
         head_importance(torch.nn.Linear(2, 2), split)
     with pytest.raises(ValueError, match="alpha"):
         head_ablation(model, split, alpha=1.0)
-    with pytest.raises(ValueError, match="normalize"):
-        head_importance(model, split, normalize="yes")
+    with pytest.raises(ValueError, match="normalise"):
+        head_importance(model, split, normalise="yes")
     with pytest.raises(ValueError, match="batch_size"):
         head_importance(model, split, batch_size=0)
     bad = _batch()

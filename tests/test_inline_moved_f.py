@@ -40,11 +40,6 @@ def split(tiny_dataset):
 
 
 @pytest.fixture(scope="module")
-def lstm(tiny_model):
-    return tiny_model("lstm", "tanh", 2)
-
-
-@pytest.fixture(scope="module")
 def scored(lstm, split):
     return explain_and_score(lstm, split, max_instances=10, seed=3, ig_steps=8)
 

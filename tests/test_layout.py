@@ -14,7 +14,7 @@ LAYERS = {
     "_checks": 0, "metrics": 0, "uncertainty": 0, "cpu": 0, "portable": 0, "cache": 0, "profiles": 0, "published": 0,
     "data": 1,
     "models": 2,
-    "train": 3, "_runs": 3,
+    "train": 3, "runs": 3,
     "experiments": 4,
     "presentation": 5,
 }
@@ -85,7 +85,7 @@ def test_the_check_sees_an_upward_and_a_private_import():
     source = "from ..experiments.counterfactual import bin_by_max_attention\nfrom .interventions import _hidden\n"
     found = _violations("models.classifier", False, source)
     assert len(found) == 2 and "layer 4" in found[0] and "_hidden" in found[1]
-    assert _violations("experiments.erasure", False, "from .. import _runs\nfrom ..models import interventions\n") == []
+    assert _violations("experiments.erasure", False, "from .. import runs\nfrom ..models import interventions\n") == []
 
 
 #: The experiments that act on tokens (gradients, leave-one-out, deletion, explanations) reach every

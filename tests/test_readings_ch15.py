@@ -14,24 +14,6 @@ RNG = np.random.default_rng(0)
 NOISE = RNG.normal(0, 0.01, 40)
 
 
-# ----------------------------------------------------------------------------- shown
-def test_shown_rounds_and_marks_what_does_not_apply():
-    frame = pd.DataFrame({"a": [0.12345, np.nan], "b": [1.0, 2.5]}, index=["x", "y"])
-    out = ch15.shown(frame)
-    assert out.to_dict() == {"a": {"x": "0.123", "y": "n/a"}, "b": {"x": "1.000", "y": "2.500"}}
-    assert ch15.shown(frame, digits=1).at["x", "a"] == "0.1"
-    with pytest.raises(ValueError, match="DataFrame"):
-        ch15.shown([1, 2])
-
-
-@settings(max_examples=30, deadline=None)
-@given(st.lists(st.one_of(st.none(), st.floats(-1e6, 1e6)), min_size=1, max_size=6))
-def test_shown_is_na_exactly_where_the_value_is_missing(values):
-    frame = pd.DataFrame({"v": [np.nan if v is None else v for v in values]})
-    out = ch15.shown(frame)["v"].tolist()
-    assert [o == "n/a" for o in out] == [v is None for v in values]
-
-
 # ----------------------------------------------------------------------------- slices
 def _split_and_transformer():
     tokens = [["w"] * 12, ["w"] * 14, ["w"] * 30, ["w"] * 35]

@@ -52,7 +52,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .. import _runs
+from .. import runs
 from .._checks import check_positive_int, check_seed
 from ..data import Batch, Dataset, Split, load_texts
 from ..models.protocol import check_token_model, eval_mode, model_name
@@ -179,7 +179,7 @@ def _identifiability(model, batch: Batch, notes: list) -> pd.DataFrame | None:
     frames = []
     with torch.no_grad():
         for start in range(0, len(batch), _TRACE_ROWS):
-            part = _runs.take(batch, np.arange(start, min(start + _TRACE_ROWS, len(batch))))
+            part = runs.take(batch, np.arange(start, min(start + _TRACE_ROWS, len(batch))))
             frames.append(trace_statistics(model.trace(part)))
     stats = pd.concat(frames, ignore_index=True)
     by_head = stats.groupby(["layer", "head"])
@@ -335,6 +335,6 @@ def audit(
 
 
 def _rows_of(batch: Batch, positions: np.ndarray) -> Batch:
-    """The rows of ``batch`` whose ``index`` is in ``positions``, in that order (:func:`attnlib._runs.take`)."""
+    """The rows of ``batch`` whose ``index`` is in ``positions``, in that order (:func:`attnlib.runs.take`)."""
     where = {int(i): r for r, i in enumerate(batch.index.tolist())}
-    return _runs.take(batch, [where[int(p)] for p in positions])
+    return runs.take(batch, [where[int(p)] for p in positions])

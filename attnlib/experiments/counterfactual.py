@@ -38,8 +38,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .. import _runs, metrics, portable, uncertainty
-from .._runs import InstanceResult
+from .. import runs, metrics, portable, uncertainty
+from ..runs import InstanceResult
 from .._checks import check_positive_int, check_positive_number, check_seed
 from ..models import Site, interventions, masked_softmax
 
@@ -270,21 +270,29 @@ def _row_mean(mask: torch.Tensor, ndim: int):
     return lambda values: (values * weights.to(values.dtype)).sum(-1)
 
 
-def _initial_logits(first, n_real, index, k: int, seed: int, init_noise: float, T: int) -> torch.Tensor:
+def _initial_logits(first, n_real, index, k: int, seed: int, init_noise: float, T: int,
+                    by_query: bool = False) -> torch.Tensor:
     """J&W's start: log(uniform over the real tokens) + init_noise * N(0, 1), seeded per instance.
 
     Each instance draws its own noise from a generator seeded by (seed, its split index),
     so its start -- and hence its whole search -- does not depend on which other
     instances share the tensor (the loss is a sum of per-instance terms and Adam is
     elementwise). Entries off the real tokens are 0 (masked out of every softmax).
+    ``by_query``: a row per query position (a transformer head), (n, k, T, T): the instance
+    draws (k, L, L) for its L real query rows, so neither the noise nor its place depends on
+    how far the chunk is padded; padded query rows start uniform (they are in no loss).
     """
     n = len(first)
-    out = torch.zeros(n, k, T, device="cpu")  # set-up on the CPU; the caller moves it
+    out = torch.zeros(n, k, *((T,) if by_query else ()), T, device="cpu")  # set-up on the CPU
     g = torch.Generator()
     for i in range(n):  # set-up only (a few microseconds per instance), not the optimisation
         L, f = int(n_real[i]), int(first[i])
-        g.manual_seed(_runs.instance_seed(seed, int(index[i])))
-        out[i, :, f : f + L] = -math.log(L) + init_noise * torch.randn(k, L, generator=g, device="cpu")
+        g.manual_seed(runs.instance_seed(seed, int(index[i])))
+        if by_query:
+            noise = torch.randn(k, L, L, generator=g, device="cpu")
+            out[i, :, f : f + L, f : f + L] = -math.log(L) + init_noise * noise
+        else:
+            out[i, :, f : f + L] = -math.log(L) + init_noise * torch.randn(k, L, generator=g, device="cpu")
     return out
 
 
@@ -337,7 +345,7 @@ def _permutation_changes(model, state, n_permutations: int, rng: np.random.Gener
 
 def permute_attention(
     model,
-    split_or_batch,
+    split,
     *,
     n_permutations: int = 100,
     seed: int = 0,
@@ -364,7 +372,7 @@ def permute_attention(
         model: any model that meets :class:`attnlib.models.protocol.InterventionModel`
             (e.g. an :class:`attnlib.models.AttentionClassifier`); put in eval mode for
             the call (restored after), no gradients.
-        split_or_batch: a :class:`attnlib.data.Split` (all instances, or a seeded
+        split: a :class:`attnlib.data.Split` (all instances, or a seeded
             stratified ``max_instances``) or a :class:`attnlib.data.Batch`.
         n_permutations: P, J&W use 100.
         seed: seeds the permutations (one NumPy ``default_rng(seed)``) and the subsample.
@@ -387,7 +395,7 @@ def permute_attention(
     """
     P = check_positive_int(n_permutations, "n_permutations")
     rng = np.random.default_rng(check_seed(seed if permutation_seed is None else permutation_seed))
-    with _runs.experiment(model, split_or_batch, seed=seed, max_instances=max_instances, chunk_size=chunk_size,
+    with runs.experiment(model, split, seed=seed, max_instances=max_instances, chunk_size=chunk_size,
                           rows=_PERMUTATION_ROWS, cost=lambda T, H: (P + 1) * (H + 4 * T),
                           budget=_PERMUTATION_BUDGET) as run, torch.no_grad():
         N, T_all = run.batch.tokens.shape
@@ -422,7 +430,7 @@ def permute_attention(
 # ----------------------------------------------------------------------------- adversary
 def adversarial_attention(
     model,
-    split_or_batch,
+    split,
     *,
     eps: float = ADVERSARY.eps,
     k: int = ADVERSARY.k,
@@ -500,7 +508,7 @@ def adversarial_attention(
         cost = lambda T, H: T * k * 16 * H  # noqa: E731
     else:
         cost = lambda T, H: T * (H + 8 * k + 8 * n_pairs)  # noqa: E731
-    with _runs.experiment(model, split_or_batch, seed=seed, max_instances=max_instances, chunk_size=chunk_size,
+    with runs.experiment(model, split, seed=seed, max_instances=max_instances, chunk_size=chunk_size,
                           rows=_ADVERSARY_ROWS, cost=cost, budget=_ADVERSARY_BUDGET) as run:
         model, device = run.model, run.device
         N, T_all = run.batch.tokens.shape
@@ -522,9 +530,10 @@ def adversarial_attention(
                     y_hat = model.decode_at(state, alpha_hat)  # (n, C)
                 n, T = mask.shape
                 first, n_real = interventions.real_span(mask.cpu())
-                Q = alpha_hat.shape[1] if alpha_hat.ndim == 3 else 1
-                logits = _initial_logits(first, n_real, chunk.index.cpu(), k * Q, seed, init_noise, T)
-                logits = logits.view(n, k, *alpha_hat.shape[1:])
+                if alpha_hat.ndim == 3 and alpha_hat.shape[1] != T:
+                    raise ValueError(f"a head's attention must have a row per position, got {tuple(alpha_hat.shape)}")
+                logits = _initial_logits(first, n_real, chunk.index.cpu(), k, seed, init_noise, T,
+                                         by_query=alpha_hat.ndim == 3)
                 logits = logits.to(device=device, dtype=alpha_hat.dtype).requires_grad_(True)
                 optimizer = portable.adam([logits], lr=lr, amsgrad=True)
                 keys = mask.view(n, 1, *([1] * (alpha_hat.ndim - 2)), T)  # (n, 1, [1,] T)
@@ -556,6 +565,8 @@ def adversarial_attention(
                     tvd_all[rows] = metrics.tvd(y, y_hat3, check=False).double().cpu().numpy()
                     jsd_all[rows] = rows_of(metrics.jsd(attention, hat3, check=False)).double().cpu().numpy()
                     span = (slice(None, T),) * (alpha_hat.ndim - 1)
+                    if by_query:  # padded query rows are in no loss: stored as 0, whatever the chunk's padding
+                        attention = attention * mask.view(n, 1, T, 1).to(attention.dtype)
                     candidates[(rows, slice(None), *span)] = attention.float().cpu().numpy()
                     alpha_all[(rows, *span)] = alpha_hat.float().cpu().numpy()
                     probs_all[rows] = y_hat.double().cpu().numpy()

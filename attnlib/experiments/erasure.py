@@ -45,8 +45,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .. import _runs, metrics
-from .._runs import InstanceResult
+from .. import runs, metrics
+from ..runs import InstanceResult
 from .._checks import check_finite
 from ..models import Site, SiteState, check_model, interventions
 
@@ -65,7 +65,7 @@ __all__ = [
 #: Orders in which :func:`ranked_removal` erases weights (Serrano & Smith 2019).
 RANKINGS = ("attention", "random", "gradient", "attention_x_gradient")
 
-# Length buckets (see attnlib._runs.chunks): about this many instances per
+# Length buckets (see attnlib.runs.chunks): about this many instances per
 # tensor program, fewer when one would exceed the budget in tensor elements. Ranked
 # removal builds (n, R (T - 1), T) attention candidates per bucket, so long documents get
 # small buckets.
@@ -229,7 +229,7 @@ def _ranking_scores(model, state: SiteState, index, rankings: tuple, seed: int):
         if name == "attention":
             scores.append(alpha)
         elif name == "random":
-            scores.append(_runs.instance_uniform(seed, _STREAM_RANKING, index, alpha.shape[-1]).to(alpha.device))
+            scores.append(runs.instance_uniform(seed, _STREAM_RANKING, index, alpha.shape[-1]).to(alpha.device))
         elif name == "gradient":
             scores.append(grad)
         else:
@@ -334,7 +334,7 @@ def erase(model, state: SiteState, remove: torch.Tensor, *, attention: torch.Ten
 # ----------------------------------------------------------------------------- single weight
 def single_weight(
     model,
-    split_or_batch,
+    split,
     *,
     max_instances: int | None = None,
     seed: int = 0,
@@ -357,7 +357,7 @@ def single_weight(
         model: any model that meets :class:`attnlib.models.protocol.InterventionModel`, with
             attention of its own (e.g. an :class:`attnlib.models.AttentionClassifier`; eval
             mode for the call, restored after; no gradients).
-        split_or_batch: a :class:`attnlib.data.Split` or :class:`attnlib.data.Batch`.
+        split: a :class:`attnlib.data.Split` or :class:`attnlib.data.Batch`.
         max_instances: with a Split, a seeded stratified subsample of this size (before
             excluding instances with a single real token).
         seed: seeds the random token r (per instance: (seed, split index)) and the subsample.
@@ -369,7 +369,7 @@ def single_weight(
     weight outside i* is exactly 0 in floating point) are left out and listed in
     ``result.excluded``.
     """
-    with _runs.experiment(model, split_or_batch, seed=seed, max_instances=max_instances, chunk_size=chunk_size,
+    with runs.experiment(model, split, seed=seed, max_instances=max_instances, chunk_size=chunk_size,
                           rows=_SINGLE_ROWS, cost=lambda T, H: T * (H + 16), budget=_BUDGET) as run, torch.no_grad():
         model, seed, N, C = run.model, run.seed, len(run), run.model.n_classes
         probs = np.empty((N, 3, C), dtype=np.float64)  # y-hat, y'_top, y'_random
@@ -383,7 +383,7 @@ def single_weight(
             top = alpha.argmax(-1)  # (n,)
             positions = torch.arange(T, device=run.device)
             is_top = positions == top[:, None]  # (n, T)
-            u = _runs.instance_uniform(seed, _STREAM_SINGLE, chunk.index, T).to(run.device)
+            u = runs.instance_uniform(seed, _STREAM_SINGLE, chunk.index, T).to(run.device)
             rand = u.masked_fill(~mask | is_top, -1.0).argmax(-1)  # uniform over the other real tokens
             is_rand = positions == rand[:, None]
             remove = torch.stack([is_top, is_rand], 1)  # (n, 2, T)
@@ -449,7 +449,7 @@ def _first_flips(model, state: SiteState, y_hat, ranks):
 
 def ranked_removal(
     model,
-    split_or_batch,
+    split,
     *,
     rankings=RANKINGS,
     max_instances: int | None = None,
@@ -480,7 +480,7 @@ def ranked_removal(
         model: any model that meets :class:`attnlib.models.protocol.InterventionModel`, with
             attention of its own (eval mode for the call, restored after; its parameters get
             no gradient).
-        split_or_batch: a :class:`attnlib.data.Split` or :class:`attnlib.data.Batch`.
+        split: a :class:`attnlib.data.Split` or :class:`attnlib.data.Batch`.
         rankings: names from :data:`RANKINGS` (a subset, in any order).
         max_instances: with a Split, a seeded stratified subsample of this size (before
             excluding instances with a single real token).
@@ -496,7 +496,7 @@ def ranked_removal(
     """
     rankings = _check_rankings(rankings)
     R = len(rankings)
-    with _runs.experiment(model, split_or_batch, seed=seed, max_instances=max_instances, chunk_size=chunk_size,
+    with runs.experiment(model, split, seed=seed, max_instances=max_instances, chunk_size=chunk_size,
                           rows=_RANKED_ROWS, cost=lambda T, H: T * (H + 3 * R * T), budget=_BUDGET,
                           min_tokens=2) as run, torch.no_grad():
         model, seed, N, T_all = run.model, run.seed, len(run), run.batch.tokens.shape[1]

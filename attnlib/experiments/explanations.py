@@ -51,9 +51,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .. import _runs
+from .. import runs
 from .._checks import check_positive_int
-from .._runs import InstanceResult
+from ..runs import InstanceResult
 from ..data import Split
 from ..models.protocol import check_token_model, device_of, model_name, word_mask
 from .faithfulness import rationale_ranking
@@ -84,7 +84,7 @@ __all__ = [
 #: Integrated gradients' step count (captum's Gauss-Legendre rule).
 IG_STEPS = 16
 
-_STREAM_RANDOM = 15  # the random ranking's stream of attnlib._runs.instance_uniform
+_STREAM_RANDOM = 15  # the random ranking's stream of attnlib.runs.instance_uniform
 _ROWS = 64
 _BUDGET = 2**24
 _IG_TOKENS = 2**13  # interpolated rows x tokens per forward pass of integrated gradients
@@ -204,7 +204,7 @@ def _effective_attention(inputs: ChunkInputs) -> torch.Tensor:
 
 
 def _random(inputs: ChunkInputs) -> torch.Tensor:
-    return _runs.instance_uniform(inputs.seed, _STREAM_RANDOM, inputs.batch.index, inputs.tokens.shape[1])
+    return runs.instance_uniform(inputs.seed, _STREAM_RANDOM, inputs.batch.index, inputs.tokens.shape[1])
 
 
 for _method in (
@@ -387,7 +387,7 @@ def explain(
             if m.from_importance:
                 scores[m.name] = [np.asarray(s, dtype=np.float64) for s in getattr(imp, m.from_importance)]
     per_chunk = [m for m in chosen if m.score is not None]
-    with _runs.experiment(model, split, seed=seed, max_instances=max_instances, chunk_size=chunk_size,
+    with runs.experiment(model, split, seed=seed, max_instances=max_instances, chunk_size=chunk_size,
                           rows=_ROWS, cost=lambda T, H: T * (T + H) * 8, budget=_BUDGET, min_tokens=2,
                           checked_model=model) as run:
         n = len(run)

@@ -35,7 +35,7 @@ Every metric carries its direction (:class:`Metric`, :data:`METRICS`), so tables
 label themselves (``METRICS["sufficiency"].label`` is ``"sufficiency (lower is better)"``).
 
 Implementation: :func:`faithfulness` runs through the one experiment runner
-(:mod:`attnlib._runs`: a seeded subset, length buckets, ``chunk_size``, eval mode). For a
+(:mod:`attnlib.runs`: a seeded subset, length buckets, ``chunk_size``, eval mode). For a
 chunk of instances it builds every reduced input -- (instance, measure, fraction, kept part)
 -- at once with index arithmetic (no loop over instances or thresholds), sorts the rows by
 length and runs them as a few padded batches of at most ``max_tokens`` tokens. The plain
@@ -51,9 +51,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .. import _runs
+from .. import runs
 from .._checks import check_distribution, check_positive_int
-from .._runs import InstanceResult
+from ..runs import InstanceResult
 from ..data import Split
 from ..models.protocol import check_token_model, model_name, word_mask
 from .importance import MEASURES, ImportanceResult
@@ -317,20 +317,20 @@ def _check_model(model):
     return check_token_model(model, "faithfulness (deletion runs model(ids) on shortened token ids)")
 
 
-def _score_table(scores, split_or_batch):
+def _score_table(scores, split):
     """(measure names, {name: lookup}, the split or batch to run on) from an ImportanceResult or a mapping."""
     if isinstance(scores, ImportanceResult):
-        if not isinstance(split_or_batch, Split):
+        if not isinstance(split, Split):
             raise ValueError("with an ImportanceResult, pass the Split it was computed on (its indices are split positions)")
         scores.check()
         positions = np.asarray(scores.indices, dtype=np.int64)
-        if len(positions) and int(positions.max()) >= len(split_or_batch):
+        if len(positions) and int(positions.max()) >= len(split):
             raise ValueError(
                 f"the ImportanceResult refers to split position {int(positions.max())} but the split has "
-                f"{len(split_or_batch)} instances: pass the split it was computed on"
+                f"{len(split)} instances: pass the split it was computed on"
             )
         table = {name: dict(zip(positions.tolist(), getattr(scores, name))) for name in MEASURES}
-        return MEASURES, table, split_or_batch.batch(positions)
+        return MEASURES, table, split.batch(positions)
     if not isinstance(scores, Mapping) or not scores:
         raise ValueError(
             "scores must be an ImportanceResult or a non-empty mapping {name: per-instance scores}, each a "
@@ -342,7 +342,7 @@ def _score_table(scores, split_or_batch):
     for name, values in scores.items():
         if isinstance(values, (str, bytes)) or not hasattr(values, "__getitem__") or not hasattr(values, "__len__"):
             raise ValueError(f"scores[{name!r}] must be a sequence of 1-D arrays indexed by split position")
-    return names, dict(scores), split_or_batch
+    return names, dict(scores), split
 
 
 def _padded_scores(table: dict, names: tuple, batch, lengths: np.ndarray) -> np.ndarray:
@@ -429,7 +429,7 @@ def _probs_of_rows(model, rows: torch.Tensor, max_tokens: int) -> torch.Tensor:
 
 def faithfulness(
     model,
-    split_or_batch,
+    split,
     scores,
     *,
     fractions=FRACTIONS,
@@ -456,7 +456,7 @@ def faithfulness(
         model: an :class:`~attnlib.models.AttentionClassifier` or a
             :class:`~attnlib.models.TransformerClassifier` (eval mode for the call, restored
             after; no gradients).
-        split_or_batch: a :class:`~attnlib.data.Split` or :class:`~attnlib.data.Batch`.
+        split: a :class:`~attnlib.data.Split` or :class:`~attnlib.data.Batch`.
         scores: an :class:`~attnlib.experiments.importance.ImportanceResult` of this split
             (its attention, gradient and LOO; its instances), or a mapping {name: scores}
             where ``scores[i]`` is a 1-D array with one value per real token of split
@@ -475,11 +475,11 @@ def faithfulness(
     model = _check_model(model)
     fractions = _check_fractions(fractions)
     max_tokens = check_positive_int(max_tokens, "max_tokens")
-    names, table, source = _score_table(scores, split_or_batch)
+    names, table, source = _score_table(scores, split)
     M, F = len(names), len(fractions)
     R = 2 * M * F  # reduced inputs per instance
     frac = torch.tensor(fractions, dtype=torch.float64, device="cpu")
-    with _runs.experiment(model, source, seed=seed, max_instances=max_instances, chunk_size=chunk_size,
+    with runs.experiment(model, source, seed=seed, max_instances=max_instances, chunk_size=chunk_size,
                           rows=_ROWS, cost=lambda T, H: R * T * (H + T), budget=_BUDGET,
                           checked_model=model) as run, torch.no_grad():
         N, C = len(run), model.n_classes
@@ -515,7 +515,7 @@ def faithfulness(
         probs_rationale=reduced[:, 1],
         target=target,
         settings={"model": model_name(model),
-                  "split": getattr(split_or_batch, "name", "batch"), "removal": "delete",
+                  "split": getattr(split, "name", "batch"), "removal": "delete",
                   "max_instances": max_instances, "seed": run.seed},
         **run.instance_fields(probs),
     )
@@ -712,17 +712,18 @@ def rationale_recovery(result: ImportanceResult, rationales, k: int | None = Non
 # ----------------------------------------------------------------------------- Chapter 15's capstone
 
 
-def fraction_to_flip(model, split_or_batch, *, rankings=("attention", "random"),
-                     max_instances: int | None = None, seed: int = 0) -> dict:
+def fraction_to_flip(model, split, *, rankings=("attention", "random"),
+                     max_instances: int | None = None, seed: int = 0, chunk_size: int | None = None) -> dict:
     """Serrano & Smith's yardstick per sentence: {ranking: (N,) fraction of the attention erased
     before the decision flips}, a sentence that never flips counting as 1.
 
     :func:`attnlib.experiments.erasure.ranked_removal` (a model with one attention layer),
-    its ``rankings``, ``max_instances`` and ``seed``.
+    its ``rankings``, ``max_instances``, ``seed`` and ``chunk_size``.
     """
     from .erasure import ranked_removal
 
-    removal = ranked_removal(model, split_or_batch, rankings=rankings, max_instances=max_instances, seed=seed)
+    removal = ranked_removal(model, split, rankings=rankings, max_instances=max_instances, seed=seed,
+                             chunk_size=chunk_size)
     never_is_all = np.where(removal.flipped, removal.fraction_removed, 1.0)  # (N, R)
     return dict(zip(removal.rankings, never_is_all.T))
 

@@ -57,9 +57,9 @@ import scipy.sparse
 import torch
 from scipy.sparse.csgraph import maximum_flow
 
-from .. import _runs, uncertainty
+from .. import runs, uncertainty
 from .._checks import SUM_TOL, check_finite
-from .._runs import InstanceResult
+from ..runs import InstanceResult
 from ..metrics import spearman
 from ..models import Trace, real_token_mask
 
@@ -459,7 +459,7 @@ def relevance_by_layer(
         raise ValueError(f"model must have a trace(batch) method (a transformer), got {type(model).__name__}")
     residual = _check_residual(residual)
     scale = _check_scale(scale)
-    with _runs.experiment(model, split, seed=seed, max_instances=max_instances, chunk_size=chunk_size,
+    with runs.experiment(model, split, seed=seed, max_instances=max_instances, chunk_size=chunk_size,
                           rows=64, cost=lambda T, H: T * (T + H) * 64, budget=32_000_000, own_attention=False,
                           min_tokens=2) as run:
         scores = {m: [None] * len(run) for m in RELEVANCE_METHODS}

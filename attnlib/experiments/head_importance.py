@@ -73,29 +73,29 @@ def _check_sites(sites, model=None) -> list[Site]:
     return check_sites(sites) if model is None else check_sites(sites, *_shape(model))
 
 
-def _batches(data, batch_size: int) -> list:
-    """The batches of ``data`` (a Split, a Batch, or an iterable of batches), as a list; never empty."""
+def _batches(split, batch_size: int) -> list:
+    """The batches of ``split`` (a Split, a Batch, or an iterable of batches), as a list; never empty."""
     batch_size = check_positive_int(batch_size, "batch_size")
-    if isinstance(data, Split):
-        if len(data) == 0:
-            raise ValueError(f"data is empty: split {data.name!r} has no instances")
-        return list(data.batches(batch_size))
-    if isinstance(data, Batch):
-        batches = [data]
-    elif isinstance(data, (str, bytes, Mapping, torch.Tensor, np.ndarray)) or not isinstance(data, Iterable):
+    if isinstance(split, Split):
+        if len(split) == 0:
+            raise ValueError(f"split {split.name!r} is empty: it has no instances")
+        return list(split.batches(batch_size))
+    if isinstance(split, Batch):
+        batches = [split]
+    elif isinstance(split, (str, bytes, Mapping, torch.Tensor, np.ndarray)) or not isinstance(split, Iterable):
         raise ValueError(
-            f"data must be an attnlib.data.Split, a Batch, or an iterable of batches (e.g. "
-            f"PretrainedClassifier.batches(texts, labels)), got {type(data).__name__}"
+            f"split must be an attnlib.data.Split, a Batch, or an iterable of batches (e.g. "
+            f"PretrainedClassifier.batches(texts, labels)), got {type(split).__name__}"
         )
     else:
-        batches = list(data)
+        batches = list(split)
     for i, batch in enumerate(batches):
         labels = getattr(batch, "labels", None)
         if not isinstance(labels, torch.Tensor) or labels.ndim != 1:
-            raise ValueError(f"data's batch {i} must have .labels, a 1-d tensor (a Batch), got {type(batch).__name__}")
+            raise ValueError(f"split's batch {i} must have .labels, a 1-d tensor (a Batch), got {type(batch).__name__}")
     batches = [b for b in batches if len(b.labels)]
     if not batches:
-        raise ValueError("data is empty: no instances to evaluate")
+        raise ValueError("split is empty: no instances to evaluate")
     return batches
 
 
@@ -168,7 +168,7 @@ def _gate_gradient(model, batch, L: int, h: int, n_classes: int) -> torch.Tensor
     return grad.detach()
 
 
-def gate_gradients(model, data, *, batch_size: int = 128) -> np.ndarray:
+def gate_gradients(model, split, *, batch_size: int = 128) -> np.ndarray:
     """dL(x)/d xi_h for every instance and head, at xi = 1: (N, L, h) float64, one backward pass per batch.
 
     L(x) is the cross-entropy of the model's output against the gold label; xi_h is head h's
@@ -177,7 +177,7 @@ def gate_gradients(model, data, *, batch_size: int = 128) -> np.ndarray:
     length; each batch's ``index`` says which instance is which).
     """
     L, h = _shape(model)
-    batches = _batches(data, batch_size)
+    batches = _batches(split, batch_size)
     n_classes = _n_classes(model)
     with eval_mode(model):
         grads = [_gate_gradient(model, batch, L, h, n_classes).double().cpu() for batch in batches]
@@ -190,18 +190,18 @@ def _normalise_layers(scores: np.ndarray) -> np.ndarray:
     return np.divide(scores, norms, out=np.zeros_like(scores), where=norms > 0)
 
 
-def head_importance(model, data, *, normalize: bool = True, batch_size: int = 128) -> np.ndarray:
+def head_importance(model, split, *, normalise: bool = True, batch_size: int = 128) -> np.ndarray:
     """Michel et al.'s head importance I_h = E_x |dL(x)/d xi_h|: (L, h) float64.
 
     One forward and one backward pass per batch (see :func:`gate_gradients`); the mean over
-    instances of the absolute gate gradients. ``normalize``: divide each layer's scores by
+    instances of the absolute gate gradients. ``normalise``: divide each layer's scores by
     their l2 norm (Michel et al.'s per-layer normalisation; a layer of zeros stays 0).
-    ``data``: a Split (its ``batches(batch_size)``), a Batch, or an iterable of batches.
+    ``split``: a Split (its ``batches(batch_size)``), a Batch, or an iterable of batches.
     """
-    normalize = check_bool(normalize, "normalize")
-    grads = gate_gradients(model, data, batch_size=batch_size)
+    normalise = check_bool(normalise, "normalise")
+    grads = gate_gradients(model, split, batch_size=batch_size)
     scores = np.abs(grads).mean(0)
-    return _normalise_layers(scores) if normalize else scores
+    return _normalise_layers(scores) if normalise else scores
 
 
 # ----------------------------------------------------------------------------- masking and pruning
@@ -224,7 +224,7 @@ def _mcnemar(base: np.ndarray, masked: np.ndarray) -> tuple[int, int, float]:
     return lost, gained, p
 
 
-def head_ablation(model, data, *, batch_size: int = 128, alpha: float = ALPHA) -> pd.DataFrame:
+def head_ablation(model, split, *, batch_size: int = 128, alpha: float = ALPHA) -> pd.DataFrame:
     """Each head masked alone (Michel et al.'s Table 1): one row per (layer, head), in site order.
 
     Columns: ``layer``, ``head``, ``site``, ``n`` (instances), ``base_accuracy`` (no head
@@ -238,7 +238,7 @@ def head_ablation(model, data, *, batch_size: int = 128, alpha: float = ALPHA) -
     alpha = check_positive_number(alpha, "alpha")
     if alpha >= 1:
         raise ValueError(f"alpha must lie in (0, 1), got {alpha!r}")
-    batches = _batches(data, batch_size)
+    batches = _batches(split, batch_size)
     n_classes = _n_classes(model)
     rows = []
     with eval_mode(model):
@@ -272,7 +272,7 @@ def _levels(fractions, n_heads: int) -> list[int]:
     return out
 
 
-def prune_by_importance(model, data, importance, *, fractions=None, batch_size: int = 128) -> pd.DataFrame:
+def prune_by_importance(model, split, importance, *, fractions=None, batch_size: int = 128) -> pd.DataFrame:
     """Heads masked cumulatively by increasing ``importance`` (Michel et al.'s Fig. 3): accuracy per level.
 
     ``importance``: (L, h) scores, e.g. :func:`head_importance` (normalised per layer); heads
@@ -291,7 +291,7 @@ def prune_by_importance(model, data, importance, *, fractions=None, batch_size: 
     order = np.argsort(np.array([scores[s.layer, s.head] for s in sites]), kind="stable")
     ranked = [sites[i] for i in order]
     levels = _levels(fractions, len(sites))
-    batches = _batches(data, batch_size)
+    batches = _batches(split, batch_size)
     n_classes = _n_classes(model)
     rows = []
     with eval_mode(model):
@@ -304,7 +304,7 @@ def prune_by_importance(model, data, importance, *, fractions=None, batch_size: 
     return pd.DataFrame(rows)
 
 
-def prune_randomly(model, data, *, orders: int = 5, seed: int = 0, fractions=None,
+def prune_randomly(model, split, *, orders: int = 5, seed: int = 0, fractions=None,
                    batch_size: int = 128) -> pd.DataFrame:
     """:func:`prune_by_importance` in ``orders`` random orders: the band that importance must beat.
 
@@ -316,7 +316,7 @@ def prune_randomly(model, data, *, orders: int = 5, seed: int = 0, fractions=Non
     orders = check_positive_int(orders, "orders")
     seed = check_seed(seed)
     L, h = _shape(model)
-    curves = [prune_by_importance(model, data, np.random.default_rng([seed, r]).random((L, h)),
+    curves = [prune_by_importance(model, split, np.random.default_rng([seed, r]).random((L, h)),
                                   fractions=fractions, batch_size=batch_size) for r in range(orders)]
     accuracy = np.stack([c["accuracy"].to_numpy() for c in curves])  # (orders, levels)
     frame = pd.DataFrame({"n_pruned": curves[0]["n_pruned"], "fraction": curves[0]["fraction"],

@@ -17,7 +17,7 @@ For a layer or the whole model several heads are permuted at once, so the model 
 its input with ``model(batch, edits={Site: edit})`` on every instance x permutation; each
 edit permutes its head's rows with :func:`attnlib.models.interventions.permute_rows`, its
 sources drawn by :func:`~attnlib.experiments.counterfactual.query_row_sources`, chunked
-under a memory budget like every experiment (:mod:`attnlib._runs`).
+under a memory budget like every experiment (:mod:`attnlib.runs`).
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .. import _runs, metrics
+from .. import runs, metrics
 from .._checks import check_positive_int, check_seed
 from ..data import PAD
 from ..models import Site, interventions
@@ -135,11 +135,12 @@ def _permute_scope(run, sites: list[Site], P: int, rng: np.random.Generator):
 
 def permute_heads(
     model,
-    split_or_batch,
+    split,
     *,
     n_permutations: int = 100,
     seed: int = 0,
     max_instances: int | None = None,
+    chunk_size: int | None = None,
     scopes=SCOPES,
     progress: bool = False,
 ) -> HeadPermutationResult:
@@ -156,9 +157,12 @@ def permute_heads(
 
     Args:
         model: a transformer classifier (a model whose sites are heads).
-        split_or_batch: a :class:`attnlib.data.Split` or Batch; ``max_instances`` a seeded
+        split: a :class:`attnlib.data.Split` or Batch; ``max_instances`` a seeded
             stratified subset (the same instances for every scope).
         n_permutations: P (J&W: 100). seed: the permutations and the subset.
+        chunk_size: instances per tensor program (None: sized by a memory budget). As in
+            :func:`~attnlib.experiments.counterfactual.permute_attention`, the permutations
+            drawn follow the chunks; what the model computes for a given permutation does not.
         scopes: any of :data:`SCOPES`.
         progress: a tqdm bar over the scopes.
 
@@ -187,13 +191,13 @@ def permute_heads(
     for scope, layer, head in tqdm(jobs, desc="permuting heads", unit="scope", disable=not progress, mininterval=1.0):
         job_seed = int(np.random.SeedSequence([seed, SCOPES.index(scope), layer + 1, head + 1]).generate_state(1)[0])
         if scope == "head":
-            r = counterfactual.permute_attention(model, split_or_batch, n_permutations=P, seed=seed,
+            r = counterfactual.permute_attention(model, split, n_permutations=P, seed=seed,
                                                  max_instances=max_instances, site=Site(layer, head),
-                                                 permutation_seed=job_seed)
+                                                 permutation_seed=job_seed, chunk_size=chunk_size)
             tvd, predicted, labels, own = r.all_tvd, r.all_predicted, r.labels, r.predicted
         else:
             sites = [s for s in model.sites if scope == "all" or s.layer == layer]
-            with _runs.experiment(model, split_or_batch, seed=seed, max_instances=max_instances, chunk_size=None,
+            with runs.experiment(model, split, seed=seed, max_instances=max_instances, chunk_size=chunk_size,
                                   rows=_ROWS, cost=lambda T, H: (P + 1) * T * 8 * H, budget=_BUDGET) as run:
                 tvd, predicted, y_hat = _permute_scope(run, sites, P, np.random.default_rng(job_seed))
                 labels, own = run.labels, y_hat.argmax(-1)
@@ -218,7 +222,7 @@ def permute_heads(
 
 def adversarial_heads(
     model,
-    split_or_batch,
+    split,
     sites,
     *,
     eps: float = ADVERSARY.eps,
@@ -227,6 +231,7 @@ def adversarial_heads(
     lr: float = ADVERSARY.lr,
     seed: int = 0,
     max_instances: int | None = None,
+    chunk_size: int | None = None,
     progress: bool = False,
 ) -> pd.DataFrame:
     """J&W's adversarial search (Alg. 3) at each of ``sites``: one row per (site, instance).
@@ -236,6 +241,8 @@ def adversarial_heads(
     recomputed, and a candidate's JSD is the mean over the real query rows. Columns:
     layer, head, instance, predicted, eps_max_jsd (that mean), cls_jsd (the JSD of the
     [CLS] row alone, of the same eps-max candidate), kept (candidates within eps).
+    ``chunk_size``: instances per tensor program (None: sized by a memory budget); any value
+    gives the same rows.
     """
     sites = check_sites(sites, *_shape(model))
     if not sites:
@@ -244,8 +251,8 @@ def adversarial_heads(
 
     frames = []
     for site in tqdm(sites, desc="adversarial heads", unit="head", disable=not progress, mininterval=1.0):
-        r = counterfactual.adversarial_attention(model, split_or_batch, eps=eps, k=k, steps=steps, lr=lr, seed=seed,
-                                                 max_instances=max_instances, site=site)
+        r = counterfactual.adversarial_attention(model, split, eps=eps, k=k, steps=steps, lr=lr, seed=seed,
+                                                 max_instances=max_instances, site=site, chunk_size=chunk_size)
         n = len(r)
         best = np.where(r.best[:, None, None] < 0, r.alpha, r.candidates[np.arange(n), np.maximum(r.best, 0)])
         cls = metrics.jsd(torch.from_numpy(best[:, 0]).double(), torch.from_numpy(r.alpha[:, 0]).double(),

@@ -382,7 +382,8 @@ def punctuation_mask(words) -> torch.Tensor:
     if not all(isinstance(w, str) for w in words):
         raise ValueError("words must be token strings")
     return torch.tensor(
-        [len(w) > 0 and all(unicodedata.category(c).startswith("P") for c in w) for w in words], dtype=torch.bool
+        [len(w) > 0 and all(unicodedata.category(c).startswith("P") for c in w) for w in words], dtype=torch.bool,
+        device="cpu",
     )
 
 
@@ -425,11 +426,12 @@ def corpus_statistics(model, batches, punctuation=None, *, keep: str | None = No
     with torch.no_grad():
         for batch in tqdm(list(batches), desc=desc, unit="batch", mininterval=1.0, disable=not progress):
             tr = model.trace(batch)
-            index = batch.index.numpy()
+            index = batch.index.cpu().numpy()
             if keep != "train":
-                groups = default_groups(tr.lengths.numpy(), tr.attentions.shape[-1])
+                groups = default_groups(tr.lengths.cpu().numpy(), tr.attentions.shape[-1])
                 if punctuation is not None:
-                    groups["punctuation"] = (punctuation[batch.tokens] & tr.key_mask).numpy()
+                    where = tr.key_mask.device  # the model's device; the mask and the ids may be elsewhere
+                    groups["punctuation"] = (punctuation.to(where)[batch.tokens.to(where)] & tr.key_mask).cpu().numpy()
                 frame = trace_statistics(tr, groups)
                 frame["sentence"] = index[frame["sentence"]]
                 frames.append(frame)

@@ -47,8 +47,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .. import _runs
-from .._runs import InstanceResult
+from .. import runs
+from ..runs import InstanceResult
 from .._checks import check_bool, check_positive_int
 from ..data import Split
 from ..metrics import kendall_tau, tvd
@@ -451,10 +451,10 @@ def importance(
     if isinstance(split, Split) and len(split.ids) and int(max(int(np.max(ids)) for ids in split.ids)) >= model.vocab_size:
         raise ValueError("the split has token ids outside the model's vocabulary: was it trained on this data set?")
 
-    with _runs.experiment(model, split, seed=seed, max_instances=max_instances, chunk_size=chunk_size,
+    with runs.experiment(model, split, seed=seed, max_instances=max_instances, chunk_size=chunk_size,
                           rows=_IMPORTANCE_ROWS, cost=_importance_cost(model), budget=_IMPORTANCE_BUDGET,
                           min_tokens=2, checked_model=model) as run:
-        _runs.warn_excluded(run, f"importance() on {getattr(split, 'name', 'the batch')!r}", stacklevel=4)
+        runs.warn_excluded(run, f"importance() on {getattr(split, 'name', 'the batch')!r}", stacklevel=4)
         n, C = len(run), model.n_classes
         probs = np.zeros((n, C), dtype=np.float64)
         attention, gradient, loo = [None] * n, [None] * n, [None] * n

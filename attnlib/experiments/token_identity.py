@@ -561,9 +561,9 @@ class HiddenStateStore:
     def __init__(self, n: int, layers: int, width: int, *, max_tokens: int):
         n, layers, width = (check_positive_int(v, k) for v, k in ((n, "n"), (layers, "layers"), (width, "width")))
         self.max_tokens = check_positive_int(max_tokens, "max_tokens")
-        self.states = torch.zeros(n, layers, self.max_tokens, width, dtype=torch.float16)
-        self.lengths = torch.zeros(n, dtype=torch.long)
-        self.is_train = torch.zeros(n, dtype=torch.bool)
+        self.states = torch.zeros(n, layers, self.max_tokens, width, dtype=torch.float16, device="cpu")
+        self.lengths = torch.zeros(n, dtype=torch.long, device="cpu")
+        self.is_train = torch.zeros(n, dtype=torch.bool, device="cpu")
         self.count = 0
 
     def __repr__(self) -> str:
@@ -576,7 +576,7 @@ class HiddenStateStore:
         longer than ``max_tokens``, the trace's layers or width do not fit, or the store is full.
         """
         check_bool(train, "train")
-        rows = torch.as_tensor(rows, dtype=torch.long).reshape(-1)
+        rows = torch.as_tensor(rows, dtype=torch.long, device="cpu").reshape(-1)
         k, c = len(rows), self.count
         if c + k > len(self.lengths):
             raise ValueError(f"the store holds {len(self.lengths)} sentences; {c} are in, {k} more do not fit")
@@ -584,9 +584,10 @@ class HiddenStateStore:
         if hidden.ndim != 4 or hidden.shape[1] != self.states.shape[1] or hidden.shape[3] != self.states.shape[3]:
             raise ValueError(f"trace.hidden_states {tuple(hidden.shape)} must be (B, {self.states.shape[1]}, T, "
                              f"{self.states.shape[3]})")
-        if k and int(trace.lengths[rows].max()) > self.max_tokens:
+        lengths = trace.lengths.cpu()[rows]
+        if k and int(lengths.max()) > self.max_tokens:
             raise ValueError(f"a sentence of rows is longer than max_tokens = {self.max_tokens}")
-        kept = hidden[rows, :, : self.max_tokens]  # 0 past each length
-        self.states[c : c + k, :, : kept.shape[2]] = kept.half()
-        self.lengths[c : c + k], self.is_train[c : c + k] = trace.lengths[rows], train
+        kept = hidden[rows.to(hidden.device), :, : self.max_tokens]  # 0 past each length
+        self.states[c : c + k, :, : kept.shape[2]] = kept.half().cpu()
+        self.lengths[c : c + k], self.is_train[c : c + k] = lengths, train
         self.count += k

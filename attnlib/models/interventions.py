@@ -15,7 +15,7 @@ with candidates along extra axes right after the batch axis, and puts weight onl
   row need not sum to 1 or stay non-negative.
 
 These are tensor functions without model or grad-mode side effects; the experiments call
-them inside :mod:`attnlib._runs`'s loop.
+them inside :mod:`attnlib.runs`'s loop.
 """
 from __future__ import annotations
 

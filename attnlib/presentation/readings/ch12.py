@@ -11,6 +11,7 @@ from typing import Any
 import pandas as pd
 
 from ...experiments import head_importance as hi
+from .wording import require_columns
 
 __all__ = [
     "permutation_by_layer",
@@ -29,17 +30,11 @@ MASKED = "accuracy change, head masked"
 IMPORTANCE = "importance I_h (dev, per-layer l2)"
 
 
-def _need(frame, columns, what: str) -> None:
-    missing = [c for c in columns if c not in frame.columns]
-    if missing:
-        raise ValueError(f"{what} has no column {', '.join(map(repr, missing))}")
-
-
 def _scope(perm, scope: str) -> pd.DataFrame:
     table = getattr(perm, "table", None)
     if not isinstance(table, pd.DataFrame):
         raise ValueError("perm must be head_perturbation.permute_heads' result (with a .table)")
-    _need(table, ("scope", "layer", "accuracy", "accuracy_change", "change_se", "median_tvd"),
+    require_columns(table, ("scope", "layer", "accuracy", "accuracy_change", "change_se", "median_tvd"),
           "perm.table")
     return table[table.scope == scope]
 
@@ -91,7 +86,7 @@ def permutation(perm, by_layer: pd.DataFrame, poster, *, layers: int, heads: int
     :func:`permutation_by_layer`'s table; ``poster``: :data:`attnlib.published.POSTER_ACCURACY`;
     ``layers``, ``heads``: the model's layers and heads per layer.
     """
-    _need(by_layer, ("changed", "agrees"), "by_layer")
+    require_columns(by_layer, ("changed", "agrees"), "by_layer")
     every = _scope(perm, "all").iloc[0]
     head_rows = _scope(perm, "head")
     n_heads_changed = int((head_rows.accuracy_change.abs() > 2 * head_rows.change_se).sum())
@@ -141,7 +136,7 @@ def adversary(
     ``published.ADVERSARY_FRACTION["sst"]`` (J&W's two shares, by predicted class);
     ``threshold``: the JSD counted as very different (Chapter 5's).
     """
-    _need(adv, ("instance",), "adv")
+    require_columns(adv, ("instance",), "adv")
     if very.shape[1] != 2 or not len(very):
         raise ValueError("very must have one row per head searched and two columns (all rows, [CLS])")
     return {
@@ -163,7 +158,7 @@ def masking_grids(ablation: pd.DataFrame, importance) -> dict[str, pd.DataFrame]
     ``importance``: :func:`attnlib.head_importance.head_importance`'s (L, H) array. Keys:
     :data:`MASKED` and :data:`IMPORTANCE`.
     """
-    _need(ablation, ("layer", "head", "change"), "ablation")
+    require_columns(ablation, ("layer", "head", "change"), "ablation")
     grids = {
         MASKED: ablation.pivot(index="layer", columns="head", values="change"),
         IMPORTANCE: pd.DataFrame(importance),
@@ -204,7 +199,7 @@ def masking(
     ``seed_noise``: the largest test-accuracy gap between seeds; ``n_seeds``: how many other
     seeds that gap is over.
     """
-    _need(ablation, ("significant", "change"), "ablation")
+    require_columns(ablation, ("significant", "change"), "ablation")
     curve = curves["by increasing importance"]
     # the largest share pruned before the accuracy falls by more than a point, beyond noise
     prunable = hi.prunable(curve)
@@ -236,7 +231,7 @@ def keys(keys: pd.DataFrame) -> dict[str, Any]:
     ``keys``: :func:`attnlib.adversarial_keys.adversarial_keys_sweep`'s frame (layer,
     accuracy, base_accuracy, jsd, n_train, n_test). A run "keeps" the accuracy within one point.
     """
-    _need(keys, ("layer", "accuracy", "base_accuracy", "jsd", "n_train", "n_test"), "keys")
+    require_columns(keys, ("layer", "accuracy", "base_accuracy", "jsd", "n_train", "n_test"), "keys")
     kept = keys[keys.accuracy >= keys.base_accuracy - 0.01]
     return {
         "ch12_keys_base": float(keys.base_accuracy.iloc[0]),

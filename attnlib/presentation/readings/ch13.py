@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ... import uncertainty
+from .wording import require_columns
 
 __all__ = ["label", "accuracy_and_mass", "mean_shares", "explanations", "erasure"]
 
@@ -24,12 +25,6 @@ def label(family: str, lam: float) -> str:
     return f"{family}, λ = {lam:g}"
 
 
-def _need(frame, columns, what: str) -> None:
-    missing = [c for c in columns if c not in frame.columns]
-    if missing:
-        raise ValueError(f"{what} has no column {', '.join(map(repr, missing))}")
-
-
 def accuracy_and_mass(table: pd.DataFrame, summary: pd.Series, *, top: float) -> dict[str, Any]:
     """The reading of the deception table: accuracy and attention mass without and with the penalty.
 
@@ -37,7 +32,7 @@ def accuracy_and_mass(table: pd.DataFrame, summary: pd.Series, *, top: float) ->
     with the column "accuracy, impermissible tokens deleted" added; ``summary``: the task's
     summary (with "impermissible tokens (mean share)"); ``top``: the largest λ trained.
     """
-    _need(table, ("accuracy", "impermissible attention (%)",
+    require_columns(table, ("accuracy", "impermissible attention (%)",
                   "accuracy, impermissible tokens deleted"), "table")
     out: dict[str, Any] = {
         "ch13_top_lambda": f"{top:g}",
@@ -107,7 +102,7 @@ def explanations(
     weights give), aligned with ``per_sentence``; ``top``: the largest λ; ``n_explained``: how
     many test sentences were explained.
     """
-    _need(shares, [m for m, _ in _SHORT], "shares")
+    require_columns(shares, [m for m, _ in _SHORT], "shares")
     tf_top = shares.loc[label("transformer", top)]
     tf_0 = shares.loc[label("transformer", 0.0)]
     lstm_top = shares.loc[label("BiLSTM + tanh", top)]
@@ -147,7 +142,7 @@ def erasure(removal: pd.DataFrame, *, top: float) -> dict[str, Any]:
     ``label("BiLSTM + tanh", lam)`` for λ = 0 and ``top`` (rows: attention, gradient, random;
     columns never_flipped, mean_fraction_removed); ``top``: the largest λ.
     """
-    _need(removal, ("never_flipped", "mean_fraction_removed"), "removal")
+    require_columns(removal, ("never_flipped", "mean_fraction_removed"), "removal")
     r0 = removal.loc[label("BiLSTM + tanh", 0.0)]
     r1 = removal.loc[label("BiLSTM + tanh", top)]
     out: dict[str, Any] = {}

@@ -11,18 +11,12 @@ import pandas as pd
 
 from ... import uncertainty
 from ...experiments import faithfulness
-from .wording import listed
+from .wording import listed, require_columns
 
 __all__ = ["correlations", "rationale"]
 
 #: The three relevance methods, and the short names the glued names use.
 _METHODS = (("raw attention", "raw"), ("rollout", "roll"), ("flow", "flow"))
-
-
-def _need(frame, columns, what: str) -> None:
-    missing = [c for c in columns if c not in frame.columns]
-    if missing:
-        raise ValueError(f"{what} has no column {', '.join(map(repr, missing))}")
 
 
 def correlations(table: pd.DataFrame, rho: dict, *, n: int) -> dict[str, Any]:
@@ -33,7 +27,7 @@ def correlations(table: pd.DataFrame, rho: dict, *, n: int) -> dict[str, Any]:
     ``{(measure, method): (N, L)}`` for the same sentences; ``n``: the number of sentences.
     A method is "best" or "agrees better" only beyond noise (paired, sentence by sentence).
     """
-    _need(table, ("measure", "method", "layer", "mean", "low", "high"), "table")
+    require_columns(table, ("measure", "method", "layer", "mean", "low", "high"), "table")
     last = table[table.layer == table.layer.max()].set_index(["measure", "method"])
     first = table[table.layer == 1].set_index(["measure", "method"])
     out: dict[str, Any] = {"ch14_n": n, "ch14_layers": int(table.layer.max())}
@@ -75,7 +69,7 @@ def rationale(recovery: pd.DataFrame, scores: dict, rationales, *, accuracy: flo
     method is ranked on the per-sentence average precision, ties within noise shared
     (``random`` left out).
     """
-    _need(recovery, ("average precision",), "recovery")
+    require_columns(recovery, ("average precision",), "recovery")
     ap = recovery["average precision"]
     per_sentence = {  # average precision per sentence: methods ranked with ties within noise
         name: faithfulness.rationale_ranking(s, rationales)["average precision"].to_numpy()

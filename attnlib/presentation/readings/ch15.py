@@ -3,7 +3,8 @@
 One function per paragraph: the hard slices of the synthetic task (:func:`slices`), the
 capstone table's ranks (:func:`ranks`), the deceivers (:func:`deceivers`) and the book's
 answer (:func:`verdict`); each returns ``{glued name: value}``. :func:`capstone_table` builds
-the table a reader sees and :func:`shown` formats a table of means for display.
+the table a reader sees (shown, like every table, through
+:func:`attnlib.presentation.tables.readable`).
 """
 from __future__ import annotations
 
@@ -19,8 +20,7 @@ from ...experiments.explanations import METHODS
 __all__ = [
     "SHORT",
     "LEARNED",
-    "shown",
-    "slices",
+        "slices",
     "capstone_table",
     "ranks",
     "deceivers",
@@ -49,16 +49,6 @@ def _need(frame, labels, what: str, axis: str = "index") -> None:
     missing = [label for label in labels if label not in have]
     if missing:
         raise ValueError(f"{what} has no {axis} entry {missing}")
-
-
-def shown(frame: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
-    """A table of means for display: rounded to ``digits``, with "n/a" where a method does not apply.
-
-    frame: any DataFrame of numbers (NaN where a method does not apply).
-    """
-    if not isinstance(frame, pd.DataFrame):
-        raise ValueError(f"frame must be a DataFrame, got {type(frame).__name__}")
-    return frame.map(lambda v: "n/a" if pd.isna(v) else f"{v:.{digits}f}")
 
 
 def slices(found: pd.DataFrame, plausible: pd.DataFrame, transformer, split, bands, names) -> dict[str, Any]:

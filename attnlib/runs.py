@@ -9,7 +9,7 @@ model's device. What each experiment then does with a chunk's state is its own.
 
 ::
 
-    with _runs.experiment(model, split, seed=0, max_instances=None, chunk_size=None,
+    with runs.experiment(model, split, seed=0, max_instances=None, chunk_size=None,
                           rows=128, cost=lambda T, H: T * H, budget=2**23) as run:
         for rows, chunk, state in run.states():
             ...   # rows: positions in run.batch; state.attention, model.decode_at(state, ...)
@@ -35,7 +35,8 @@ from ._checks import check_positive_int, check_seed
 from .data import Batch, Split, stratified_positions
 from .models.protocol import Site, SiteState, check_model, device_of, eval_mode
 
-__all__ = ["InstanceResult", "Run", "experiment", "select", "take", "chunks", "instance_seed", "instance_uniform"]
+__all__ = ["InstanceResult", "Run", "experiment", "select", "take", "chunks", "instance_seed", "instance_uniform",
+           "warn_excluded"]
 
 
 def select(split_or_batch, max_instances: int | None, seed: int) -> Batch:

@@ -16,7 +16,7 @@ def test_names_values_and_missing():
         index=pd.Index(["lstm+tanh", "cnn+tanh"], name="model"),
     )
     shown = readable(t, digits={"p_value": 4})
-    assert list(shown.columns) == ["τ(attention, gradient) mean", "n", "p-value"]
+    assert list(shown.columns) == ["τ_g mean", "n", "p-value"]
     assert shown.index.name == "model"
     assert shown.iloc[:, 0].tolist() == ["0.123", NOT_AVAILABLE]
     assert shown.iloc[:, 1].tolist() == ["286", "214"]
@@ -26,7 +26,7 @@ def test_names_values_and_missing():
 
 
 def test_word_by_word_and_overrides():
-    assert reader_name("tau_g_vs_loo sig. frac.") == "τ(gradient, leave-one-out) share significant"
+    assert reader_name("tau_g_vs_loo sig. frac.") == "τ(gradient, loo) Sig. Frac."
     assert reader_name("mean_fraction_removed") == "mean share erased"
     assert reader_name("some_new_column") == "some new column"
     assert reader_name("n", {"n": "sentences"}) == "sentences"
@@ -37,7 +37,7 @@ def test_multiindex_series_and_whole_floats():
     cols = pd.MultiIndex.from_product([["tau_g", "tau_loo"], ["mean", "std"]])
     t = pd.DataFrame([[0.5, 0.1, 0.25, 0.05]], columns=cols)
     shown = readable(t)
-    assert shown.columns.get_level_values(0)[0] == "τ(attention, gradient)"
+    assert shown.columns.get_level_values(0)[0] == "τ_g"
     assert shown.columns.get_level_values(1)[1] == "sd"
     counts = pd.Series([3.0, np.nan, 7.0], name="n_flipped")
     assert readable(counts).iloc[:, 0].tolist() == ["3", NOT_AVAILABLE, "7"]

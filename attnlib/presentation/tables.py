@@ -26,13 +26,15 @@ __all__ = ["NOT_AVAILABLE", "READER_NAMES", "reader_name", "readable"]
 NOT_AVAILABLE = "n/a"
 
 #: Code names of the experiments' columns and index levels, as a reader reads them. A name is
-#: looked up whole first, then word by word (``tau_g mean`` -> ``τ(attention, gradient) mean``);
+#: looked up whole first, then word by word (``tau_g mean`` -> ``τ_g mean``);
 #: what is left has its underscores read as spaces.
 READER_NAMES: dict[str, str] = {
-    "tau_g_vs_loo": "τ(gradient, leave-one-out)",
-    "tau_g": "τ(attention, gradient)",
-    "tau_loo": "τ(attention, leave-one-out)",
-    "sig. frac.": "share significant",
+    # J&W's Kendall τ between attention and gradients (τ_g) or leave-one-out (τ_loo), as the
+    # chapters' prose writes them, and between the two importance measures themselves
+    "tau_g_vs_loo": "τ(gradient, loo)",
+    "tau_g": "τ_g",
+    "tau_loo": "τ_loo",
+    "sig. frac.": "Sig. Frac.",  # J&W's name, as the prose uses it: the share with p < 0.05
     "frac_positive": "share positive",
     "mean_len": "mean length",
     "max_len": "max length",

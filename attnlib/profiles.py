@@ -15,18 +15,121 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field, replace
 
-__all__ = ["Profile", "AuditSizes", "PROFILES", "get_profile", "ENV_VAR"]
+__all__ = ["Profile", "SECTIONS", "JWSizes", "WPSizes", "TransformerSizes", "IdentifiabilitySizes", "HeadSizes",
+           "DeceptionSizes", "FlowSizes", "CapstoneSizes", "AuditSizes", "PROFILES", "get_profile", "ENV_VAR"]
 
 ENV_VAR = "ATTNLIB_PROFILE"
 
 
 @dataclass(frozen=True)
-class AuditSizes:
-    """Chapter 16's sizes: the audit of MiniLM on a reader's texts.
+class JWSizes:
+    """Part II (Chapters 3-5, Jain & Wallace): the models of their experiments."""
 
-    A profile's settings for one chapter as one section (``P.audit.instances``), so that a new
-    chapter adds one field to :class:`Profile`, not one per number.
-    """
+    #: dataset -> ((encoder, attention), ...)
+    models: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class WPSizes:
+    """Part III (Chapters 6-9, Wiegreffe & Pinter)."""
+
+    #: dataset -> encoders trained with and without (uniform) attention (Chapter 6)
+    uniform_models: dict = field(default_factory=dict)
+    #: the lambda grid of the adversarial-training sweep (Chapter 8) and the adversaries' epochs
+    lambdas: tuple = (1e-4, 1e-3, 1e-2, 1e-1, 1.0)
+    adversary_epochs: int = 8
+    #: how many of the profile's ``seeds`` (after the base seed) Chapters 8-9 retrain for the
+    #: noise-floor point
+    seed_points: int = 7
+    #: the data sets of the diagnostic-MLP table (Chapter 9); each needs a BiLSTM base and an adversary
+    diagnostic_datasets: tuple = ("rt-polarity", "imdb")
+
+
+@dataclass(frozen=True)
+class TransformerSizes:
+    """Part IV: the book's small transformer (Chapters 11-15)."""
+
+    epochs: int = 6
+    #: its two head dimensions (Chapter 11)
+    head_dims: tuple = (32, 8)
+
+
+@dataclass(frozen=True)
+class IdentifiabilitySizes:
+    """Chapter 11: the sentences whose heads are analysed."""
+
+    #: rt-polarity test sentences and IMDB reviews (cropped to ``imdb_tokens`` WordPiece
+    #: tokens); None = all
+    sentences: int | None = None
+    imdb: int | None = None
+    imdb_tokens: int = 128
+    #: rt-polarity training sentences for the pretrained model's classifier head and for the
+    #: token-identity probes (scored on the analysed test sentences); None = all
+    probe_train_sentences: int | None = None
+
+
+@dataclass(frozen=True)
+class HeadSizes:
+    """Chapter 12: heads under perturbation, and the poster's adversarial keys."""
+
+    #: test sentences and permutations per sentence for the head permutations (None = all)
+    instances: int | None = None
+    permutations: int = 100
+    #: the extra seeds of the transformer whose test accuracy sets the seed-to-seed noise
+    noise_seeds: tuple = (1, 2, 3)
+    #: J&W's adversary at one head per layer: sentences, candidates k, Adam steps and lr
+    adversary_instances: int | None = None
+    adversary_k: int = 5
+    adversary_steps: int = 500
+    adversary_lr: float = 0.01
+    #: the poster's adversarial keys: the alphas, training and test sentences (None = all),
+    #: epochs and learning rate
+    keys_alphas: tuple = (0.1, 0.5, 0.9)
+    keys_train_sentences: int | None = None
+    keys_test_sentences: int | None = None
+    keys_epochs: int = 2
+    keys_lr: float = 1e-2
+
+
+@dataclass(frozen=True)
+class DeceptionSizes:
+    """Chapter 13: Pruthi et al.'s deceivers."""
+
+    lambdas: tuple = (0.0, 0.1, 1.0)
+    #: training sentences (None = all); the epochs of the BiLSTM and of the transformer
+    train: int | None = None
+    lstm_epochs: int = 8
+    transformer_epochs: int = 6
+    #: the transformer's (layers, heads, head_dim)
+    transformer: tuple = (4, 4, 32)
+    #: the test sentences the explanations are computed on (None = all)
+    explained: int | None = None
+
+
+@dataclass(frozen=True)
+class FlowSizes:
+    """Chapter 14: raw attention, rollout and flow against importance."""
+
+    #: test sentences (None = all), and the synthetic task's training sentences for its
+    #: transformer (None = all)
+    instances: int | None = None
+    synthetic_train: int | None = None
+
+
+@dataclass(frozen=True)
+class CapstoneSizes:
+    """Chapter 15: which explanation is faithful."""
+
+    #: test sentences every explanation is scored on (None = all), the harder synthetic task's
+    #: training sentences (None = all), and the test sentences of Chapter 13's deceivers
+    instances: int | None = None
+    synthetic_train: int | None = None
+    deception_instances: int | None = None
+
+
+@dataclass(frozen=True)
+class AuditSizes:
+    """Chapter 16's sizes: the audit of MiniLM on a reader's texts."""
 
     #: rt-polarity reviews written to the reader's CSV (80% train the head, 10% are audited)
     texts: int = 600
@@ -39,7 +142,9 @@ class AuditSizes:
 
 @dataclass(frozen=True)
 class Profile:
-    """Sizes for one run of the book."""
+    """Sizes for one run of the book: what every chapter shares, then one section per part or
+    chapter (``P.heads.instances``), so that a new chapter adds one section, not a field per
+    number."""
 
     name: str
     #: per dataset: (max_train, max_eval) passed to attnlib.data.load_dataset; None = all.
@@ -53,65 +158,21 @@ class Profile:
     n_permutations: int = 100
     adversary_steps: int = 500
     seeds: tuple[int, ...] = (0, 1, 2, 3, 4, 5, 6, 7)
-    #: the models of Jain & Wallace's experiments (Chapters 3-5): dataset -> ((encoder, attention), ...)
-    jw_models: dict = field(default_factory=dict)
-    #: Wiegreffe & Pinter (Chapters 6-9): dataset -> encoders trained with and without (uniform) attention
-    wp_uniform_models: dict = field(default_factory=dict)
-    #: the lambda grid of the adversarial-training sweep (Chapter 8) and the adversaries' epochs
-    wp_lambdas: tuple = (1e-4, 1e-3, 1e-2, 1e-1, 1.0)
-    wp_adversary_epochs: int = 8
-    #: how many of ``seeds`` (after the base seed) Chapters 8-9 retrain for the noise-floor point
-    wp_seed_points: int = 7
-    #: the data sets of the diagnostic-MLP table (Chapter 9); each needs a BiLSTM base and an adversary
-    wp_diagnostic_datasets: tuple = ("rt-polarity", "imdb")
-    #: Part IV: the small transformer's epochs, and its two head dimensions (Chapter 11)
-    transformer_epochs: int = 6
-    transformer_head_dims: tuple = (32, 8)
-    #: rt-polarity test sentences and IMDB reviews (cropped to ``imdb_tokens`` WordPiece tokens)
-    #: whose heads Chapter 11 analyses; None = all
-    identifiability_sentences: int | None = None
-    identifiability_imdb: int | None = None
-    imdb_tokens: int = 128
-    #: rt-polarity training sentences for the pretrained model's classifier head and for the
-    #: token-identity probes (scored on the analysed test sentences); None = all
-    probe_train_sentences: int | None = None
-    #: Chapter 12: test sentences and permutations per sentence for the head permutations (None = all)
-    head_instances: int | None = None
-    head_permutations: int = 100
-    #: Chapter 12: the extra seeds of the transformer whose test accuracy sets the seed-to-seed noise
-    head_noise_seeds: tuple = (1, 2, 3)
-    #: Chapter 12: J&W's adversary at one head per layer: sentences, candidates k, Adam steps and lr
-    head_adversary_instances: int | None = None
-    head_adversary_k: int = 5
-    head_adversary_steps: int = 500
-    head_adversary_lr: float = 0.01
-    #: Chapter 12: the poster's adversarial keys: the alphas, training sentences (None = all) and epochs
-    keys_alphas: tuple = (0.1, 0.5, 0.9)
-    keys_train_sentences: int | None = None
-    keys_test_sentences: int | None = None
-    keys_epochs: int = 2
-    keys_lr: float = 1e-2
-    #: Chapter 13: Pruthi et al.'s lambdas, the training sentences (None = all), the epochs of the
-    #: BiLSTM and of the transformer, the transformer's (layers, heads, head_dim), and the test
-    #: sentences the explanations are computed on (None = all)
-    deception_lambdas: tuple = (0.0, 0.1, 1.0)
-    deception_train: int | None = None
-    deception_lstm_epochs: int = 8
-    deception_transformer_epochs: int = 6
-    deception_transformer: tuple = (4, 4, 32)
-    deception_explained: int | None = None
-    #: Chapter 14: test sentences for raw attention, rollout and flow against importance (None = all),
-    #: and the synthetic task's training sentences for its transformer (None = all)
-    flow_instances: int | None = None
-    flow_synthetic_train: int | None = None
-    #: Chapter 15: test sentences every explanation is scored on (None = all), the harder synthetic
-    #: task's training sentences (None = all), and the test sentences of Chapter 13's deceivers
-    capstone_instances: int | None = None
-    capstone_synthetic_train: int | None = None
-    capstone_deception_instances: int | None = None
-    #: Chapter 16: the audit's sizes
+    jw: JWSizes = field(default_factory=JWSizes)
+    wp: WPSizes = field(default_factory=WPSizes)
+    transformer: TransformerSizes = field(default_factory=TransformerSizes)
+    identifiability: IdentifiabilitySizes = field(default_factory=IdentifiabilitySizes)
+    heads: HeadSizes = field(default_factory=HeadSizes)
+    deception: DeceptionSizes = field(default_factory=DeceptionSizes)
+    flow: FlowSizes = field(default_factory=FlowSizes)
+    capstone: CapstoneSizes = field(default_factory=CapstoneSizes)
     audit: AuditSizes = field(default_factory=AuditSizes)
     description: str = ""
+
+    def __post_init__(self):
+        for name, kind in SECTIONS.items():
+            if not isinstance(getattr(self, name), kind):
+                raise ValueError(f"Profile.{name} must be a {kind.__name__}, got {type(getattr(self, name)).__name__}")
 
     def dataset_kwargs(self, name: str) -> dict:
         """Keyword arguments for :func:`attnlib.data.load_dataset` under this profile."""
@@ -123,8 +184,18 @@ class Profile:
         return self.n_eval_by_dataset.get(name, self.n_eval_instances)
 
     def with_(self, **changes) -> "Profile":
-        """A copy with some fields changed (for experiments with a custom size)."""
+        """A copy with some fields changed; a section by a dict of its fields changed
+        (``P.with_(heads={"instances": 10})``)."""
+        for name, value in list(changes.items()):
+            if name in SECTIONS and isinstance(value, dict):
+                changes[name] = replace(getattr(self, name), **value)
         return replace(self, **changes)
+
+
+#: The sections of a Profile, by field name.
+SECTIONS = {"jw": JWSizes, "wp": WPSizes, "transformer": TransformerSizes, "identifiability": IdentifiabilitySizes,
+            "heads": HeadSizes, "deception": DeceptionSizes, "flow": FlowSizes, "capstone": CapstoneSizes,
+            "audit": AuditSizes}
 
 
 PROFILES: dict[str, Profile] = {
@@ -150,44 +221,40 @@ PROFILES: dict[str, Profile] = {
         n_permutations=100,
         adversary_steps=300,
         seeds=(0, 1, 2, 3),
-        jw_models={
+        jw=JWSizes(models={
             "rt-polarity": tuple((e, a) for e in ("lstm", "cnn", "average") for a in ("tanh", "dot")),
             # A BiLSTM over 200-word reviews costs minutes on 2 CPU cores: the book profile
             # runs IMDB with the context-window and context-free encoders only.
             "imdb": (("cnn", "tanh"), ("average", "tanh")),
             "synthetic": (("lstm", "tanh"), ("average", "tanh")),
-        },
-        # W&P's models are BiLSTMs; on IMDB the book profile uses the CNN (see jw_models).
+        }),
+        # W&P's models are BiLSTMs; on IMDB the book profile uses the CNN (see jw.models).
         # The synthetic tasks use the Average encoder: short vs long with the same model.
-        wp_uniform_models={"rt-polarity": ("lstm",), "imdb": ("cnn",), "synthetic": ("average",),
-                           "synthetic-long": ("average",)},
-        wp_lambdas=(1e-3, 1e-2, 1e-1, 1.0),
-        wp_adversary_epochs=4,
-        wp_seed_points=1,
-        wp_diagnostic_datasets=("rt-polarity",),
-        transformer_epochs=3,
-        identifiability_sentences=400,
-        identifiability_imdb=64,
-        probe_train_sentences=600,
-        head_noise_seeds=(1,),
-        head_instances=100,
-        head_permutations=10,
-        head_adversary_instances=24,
-        head_adversary_k=3,
-        head_adversary_steps=80,
-        head_adversary_lr=0.05,
-        keys_train_sentences=500,
-        keys_test_sentences=300,
-        keys_epochs=1,
-        deception_train=2000,
-        deception_lstm_epochs=3,
-        deception_transformer=(2, 4, 16),
-        deception_explained=200,
-        flow_instances=300,
-        flow_synthetic_train=1000,
-        capstone_instances=100,
-        capstone_synthetic_train=2000,
-        capstone_deception_instances=60,
+        wp=WPSizes(
+            uniform_models={"rt-polarity": ("lstm",), "imdb": ("cnn",), "synthetic": ("average",),
+                            "synthetic-long": ("average",)},
+            lambdas=(1e-3, 1e-2, 1e-1, 1.0),
+            adversary_epochs=4,
+            seed_points=1,
+            diagnostic_datasets=("rt-polarity",),
+        ),
+        transformer=TransformerSizes(epochs=3),
+        identifiability=IdentifiabilitySizes(sentences=400, imdb=64, probe_train_sentences=600),
+        heads=HeadSizes(
+            noise_seeds=(1,),
+            instances=100,
+            permutations=10,
+            adversary_instances=24,
+            adversary_k=3,
+            adversary_steps=80,
+            adversary_lr=0.05,
+            keys_train_sentences=500,
+            keys_test_sentences=300,
+            keys_epochs=1,
+        ),
+        deception=DeceptionSizes(train=2000, lstm_epochs=3, transformer=(2, 4, 16), explained=200),
+        flow=FlowSizes(instances=300, synthetic_train=1000),
+        capstone=CapstoneSizes(instances=100, synthetic_train=2000, deception_instances=60),
         description="small and fast: 5 epochs, 500 test instances (IMDB 100), 4 seeds; <= 2 GB",
     ),
     "paper": Profile(
@@ -198,15 +265,15 @@ PROFILES: dict[str, Profile] = {
         n_permutations=100,
         adversary_steps=500,
         seeds=(0, 1, 2, 3, 4, 5, 6, 7),
-        jw_models={
+        jw=JWSizes(models={
             name: tuple((e, a) for e in ("lstm", "cnn", "average") for a in ("tanh", "dot"))
             for name in ("rt-polarity", "imdb", "synthetic")
-        },
+        }),
         # W&P's models are BiLSTMs throughout; the synthetic tasks keep the Average encoder.
-        wp_uniform_models={"rt-polarity": ("lstm",), "imdb": ("lstm",), "synthetic": ("average",),
-                           "synthetic-long": ("average",)},
+        wp=WPSizes(uniform_models={"rt-polarity": ("lstm",), "imdb": ("lstm",), "synthetic": ("average",),
+                                   "synthetic-long": ("average",)}),
         # all of IMDB's reviews through MiniLM, cropped; the probes see 3,000 training sentences
-        probe_train_sentences=3000,
+        identifiability=IdentifiabilitySizes(probe_train_sentences=3000),
         audit=AuditSizes(texts=8000, instances=None, permutations=100, permutation_instances=None),
         description="Jain & Wallace's sizes: full data, full test splits (GPU recommended)",
     ),

@@ -208,3 +208,25 @@ def test_every_experiment_that_trains_a_cached_entry_puts_its_own_code_in_the_ke
     for path in trainers:
         source = path.read_text()
         assert "code_version(modules=[__name__])" in source and "code_version()" not in source, path.name
+
+
+def test_a_profile_is_shared_settings_plus_one_section_per_part_or_chapter():
+    """A new chapter adds a section (a small frozen dataclass), not one Profile field per number (issue 28)."""
+    import dataclasses
+
+    from attnlib.profiles import SECTIONS, HeadSizes, Profile
+
+    shared = [f.name for f in dataclasses.fields(Profile) if f.name not in SECTIONS]
+    assert len(shared) <= 12, shared
+    for name, kind in SECTIONS.items():
+        for profile in PROFILES.values():
+            assert isinstance(getattr(profile, name), kind)
+    book = PROFILES["book"]
+    smaller = book.with_(heads={"instances": 7}, epochs=2)
+    assert smaller.heads.instances == 7 and smaller.heads.permutations == book.heads.permutations
+    assert smaller.epochs == 2 and book.heads.instances == 100  # a copy: the book profile is unchanged
+    assert book.with_(heads=HeadSizes(instances=3)).heads.permutations == HeadSizes().permutations
+    with pytest.raises(ValueError, match="HeadSizes"):
+        Profile(name="x", heads={"instances": 3})
+    with pytest.raises(TypeError):
+        book.with_(heads={"no_such_setting": 1})

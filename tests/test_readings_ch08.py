@@ -85,8 +85,8 @@ def test_a_frame_without_its_columns_is_refused():
 
 # ----------------------------------------------------------------------------- settings and yardsticks
 def test_settings_by_hand_and_from_the_profiles():
-    book = SimpleNamespace(wp_lambdas=(0.001, 0.01, 0.1, 1.0), wp_adversary_epochs=4)
-    paper = SimpleNamespace(wp_lambdas=(0.0001, 0.0005, 0.001, 0.01, 0.1, 1.0), wp_adversary_epochs=8)
+    book = SimpleNamespace(wp=SimpleNamespace(lambdas=(0.001, 0.01, 0.1, 1.0), adversary_epochs=4))
+    paper = SimpleNamespace(wp=SimpleNamespace(lambdas=(0.0001, 0.0005, 0.001, 0.01, 0.1, 1.0), adversary_epochs=8))
     r = ch08.settings(book, paper, guide_lam=0.001)
     assert r == {
         "ch08_ln2": float(np.log(2)),
@@ -102,7 +102,7 @@ def test_settings_by_hand_and_from_the_profiles():
     from attnlib import profiles
 
     real = ch08.settings(profiles.PROFILES["book"], profiles.PROFILES["paper"], guide_lam=0.001)
-    assert real["ch08_book_n_lams"] == len(profiles.PROFILES["book"].wp_lambdas)
+    assert real["ch08_book_n_lams"] == len(profiles.PROFILES["book"].wp.lambdas)
 
 
 def test_yardsticks_by_hand():

@@ -29,6 +29,7 @@ def test_word_by_word_and_overrides():
     assert reader_name("tau_g_vs_loo sig. frac.") == "τ(gradient, loo) Sig. Frac."
     assert reader_name("mean_fraction_removed") == "mean share erased"
     assert reader_name("some_new_column") == "some new column"
+    assert reader_name("transformer, d_v = 32") == "transformer, d_v = 32"  # a reader's label
     assert reader_name("n", {"n": "sentences"}) == "sentences"
     assert reader_name(3) == 3
 

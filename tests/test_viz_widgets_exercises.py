@@ -227,7 +227,10 @@ def test_prose_field_equals_format(value, spec, before):
     from attnlib.presentation.glue import prose
 
     field = "{v" + (":" + spec if spec else "") + "}"
-    assert prose(before + field, v=value) == (before + format(value, spec)).strip("\n")
+    expected = format(value, spec)
+    if spec.endswith("%") and 0 < value < 1 and float(expected[:-1]) in (0.0, 100.0):
+        expected = "<0.01%" if float(expected[:-1]) == 0 else ">99.99%"  # a share is never rounded to 0% or 100%
+    assert prose(before + field, v=value) == (before + expected).strip("\n")
 
 
 #: The widest code line a rendered chapter shows without clipping (house style).

@@ -130,7 +130,7 @@ class Context:
         if "deception" not in self.datasets:
             P = self.profile
             kwargs = (self.sizes("deception") if self.quick
-                      else {"max_train": P.deception_train, "max_eval": None})
+                      else {"max_train": P.deception.train, "max_eval": None})
             self.datasets["deception"] = data.load_deception(seed=self.seed, **kwargs)
         return self.datasets["deception"]
 
@@ -152,7 +152,7 @@ class Context:
         if "transformer" not in self.models:
             self.models["transformer"] = train.train_model(
                 self.dataset(), config=TransformerConfig(layers=4, heads=4, head_dim=32), seed=self.seed,
-                epochs=self.epochs(self.profile.transformer_epochs), device=self.device, progress=False)
+                epochs=self.epochs(self.profile.transformer.epochs), device=self.device, progress=False)
         return self.models["transformer"]
 
 
@@ -241,9 +241,9 @@ def _seeds(ctx: Context) -> str:
 def _lambda_sweep(ctx: Context) -> str:
     from attnlib import adversarial_training
 
-    lambdas = ctx.profile.wp_lambdas[: QUICK["lambdas"]] if ctx.quick else ctx.profile.wp_lambdas
+    lambdas = ctx.profile.wp.lambdas[: QUICK["lambdas"]] if ctx.quick else ctx.profile.wp.lambdas
     sweep = adversarial_training.lambda_sweep(ctx.dataset(), ctx.bilstm(), lambdas, seed=ctx.seed,
-                                              epochs=ctx.epochs(ctx.profile.wp_adversary_epochs), progress=False)
+                                              epochs=ctx.epochs(ctx.profile.wp.adversary_epochs), progress=False)
     jsd = ", ".join(f"{v:.3f}" for v in sweep.frame["mean_jsd"])
     return f"{len(lambdas)} adversaries (lambda {', '.join(f'{v:g}' for v in lambdas)}), mean JSD {jsd}"
 
@@ -253,7 +253,7 @@ def _diagnostic(ctx: Context) -> str:
 
     P, ds, base = ctx.profile, ctx.dataset(), ctx.bilstm()
     adversary = adversarial_training.train_adversary(ds, base, diagnostic.ADVERSARY_LAMBDA, seed=ctx.seed,
-                                                     epochs=ctx.epochs(P.wp_adversary_epochs), progress=False)
+                                                     epochs=ctx.epochs(P.wp.adversary_epochs), progress=False)
     guides = {"uniform": "uniform", "trained MLP": "trained", "base LSTM": base, "adversary": adversary}
     seeds = ctx.seeds(P.seeds)
     table = diagnostic.diagnostic_table(ds, guides, seeds=seeds, epochs=ctx.epochs(P.epochs), device=ctx.device,
@@ -275,7 +275,7 @@ def _erasure(ctx: Context) -> str:
 
 def _train_transformer(ctx: Context) -> str:
     t = ctx.transformer()
-    return f"{_scores(t)}, {ctx.epochs(ctx.profile.transformer_epochs)} epochs"
+    return f"{_scores(t)}, {ctx.epochs(ctx.profile.transformer.epochs)} epochs"
 
 
 def _identifiability(ctx: Context) -> str:
@@ -285,7 +285,7 @@ def _identifiability(ctx: Context) -> str:
     from attnlib.models import PretrainedClassifier
 
     P, test = ctx.profile, ctx.dataset().test
-    n = ctx.n(P.identifiability_sentences) or len(test)
+    n = ctx.n(P.identifiability.sentences) or len(test)
     rows = np.sort(np.random.default_rng(ctx.seed).choice(len(test), size=min(n, len(test)), replace=False))
     sentences = test.subset(rows)
     _quiet_transformers()
@@ -313,8 +313,8 @@ def _heads(ctx: Context) -> str:
     from attnlib import head_importance, head_perturbation
 
     P, ds, model = ctx.profile, ctx.dataset(), ctx.transformer().model
-    perm = head_perturbation.permute_heads(model, ds.test, n_permutations=ctx.permutations(P.head_permutations),
-                                           max_instances=ctx.n(P.head_instances), seed=ctx.seed)
+    perm = head_perturbation.permute_heads(model, ds.test, n_permutations=ctx.permutations(P.heads.permutations),
+                                           max_instances=ctx.n(P.heads.instances), seed=ctx.seed)
     n = ctx.n(None)
     head_importance.head_importance(model, _first_rows(ds.dev, n))
     head_importance.head_ablation(model, _first_rows(ds.test, n))
@@ -327,14 +327,14 @@ def _deception(ctx: Context) -> str:
     from attnlib.models import ModelConfig, TransformerConfig
 
     P, ds = ctx.profile, ctx.deception_dataset()
-    lam = max(P.deception_lambdas)
-    families = {"BiLSTM": (ModelConfig(encoder="lstm", attention="tanh"), P.deception_lstm_epochs),
-                "transformer": (TransformerConfig(*P.deception_transformer), P.deception_transformer_epochs)}
+    lam = max(P.deception.lambdas)
+    families = {"BiLSTM": (ModelConfig(encoder="lstm", attention="tanh"), P.deception.lstm_epochs),
+                "transformer": (TransformerConfig(*P.deception.transformer), P.deception.transformer_epochs)}
     models = {name: deception.train_deceiver(ds, config, lam=lam, seed=ctx.seed, epochs=ctx.epochs(epochs),
                                              device=ctx.device, progress=False)
               for name, (config, epochs) in families.items()}
     table = deception.deception_table(models, ds.test)
-    r = importance.importance(models["BiLSTM"].model, ds.test, max_instances=ctx.n(P.deception_explained),
+    r = importance.importance(models["BiLSTM"].model, ds.test, max_instances=ctx.n(P.deception.explained),
                               seed=ctx.seed)
     acc = ", ".join(f"{v:.3f}" for v in table["accuracy"])
     return f"lambda {lam:g}: BiLSTM and transformer deceivers, accuracy {acc}; importance on {len(r.indices)}"
@@ -344,7 +344,7 @@ def _flow(ctx: Context) -> str:
     from attnlib import flow, importance
 
     P, test, model = ctx.profile, ctx.dataset().test, ctx.transformer().model
-    n = ctx.n(P.flow_instances)
+    n = ctx.n(P.flow.instances)
     relevance = flow.relevance_by_layer(model, test, max_instances=n, seed=ctx.seed)
     importance.importance(model, test, max_instances=n, seed=ctx.seed, loo_mode="replace")
     return f"{len(relevance.indices)} sentences: raw attention, rollout and flow after each layer; importance"
@@ -355,7 +355,7 @@ def _explain(which: str) -> Callable[[Context], str]:
         from attnlib import explanations, faithfulness
 
         trained = ctx.bilstm() if which == "bilstm" else ctx.transformer()
-        test, n = ctx.dataset().test, ctx.n(ctx.profile.capstone_instances)
+        test, n = ctx.dataset().test, ctx.n(ctx.profile.capstone.instances)
         kwargs = {"ig_steps": QUICK["ig_steps"]} if ctx.quick else {}
         expl = explanations.explain(trained.model, test, max_instances=n, seed=ctx.seed, **kwargs)
         faith = faithfulness.faithfulness(trained.model, test, expl.by_position(), max_instances=n, seed=ctx.seed)

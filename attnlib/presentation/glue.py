@@ -13,10 +13,13 @@ another seed or profile regenerates it, and ``pytest --nbval`` compares its text
 ``text/plain`` is the paragraph itself), so the prose's numbers are checked as the tables are.
 
 ``{name}`` and ``{name:spec}`` (a Python format spec, as in an f-string) are replaced outside
-``$...$`` / ``$$...$$`` math and ```code``` spans; ``{{`` and ``}}`` give literal braces.
+``$...$`` / ``$$...$$`` math and ```code``` spans; ``{{`` and ``}}`` give literal braces. A
+percentage never rounds a share that is not 1 up to "100%" (">99.9%") or one that is not 0
+down to "0%" ("<0.1%").
 """
 from __future__ import annotations
 
+import numbers
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -77,6 +80,25 @@ class Prose(str):
         p.text(str(self))
 
 
+_PERCENT = re.compile(r"^(?P<head>.*?)\.(?P<digits>\d+)%$")
+
+
+def _honest(value: Any, spec: str) -> str:
+    """``format(value, spec)``, except that a share strictly between 0 and 1 never reads as
+    100% or 0%: 0.99974 with ``.1%`` is ">99.9%", not "100.0%"; 0.0001 is "<0.1%"."""
+    text = format(value, spec)
+    m = _PERCENT.match(spec)
+    if m is None or isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < value < 1:
+        return text
+    digits = int(m.group("digits"))
+    step = 10.0 ** -digits
+    if float(text.rstrip("%")) >= 100:
+        return f">{100 - step:.{digits}f}%"
+    if float(text.rstrip("%")) <= 0:
+        return f"<{step:.{digits}f}%"
+    return text
+
+
 def _fill(segment: str, values: dict[str, Any]) -> str:
     def one(m: re.Match) -> str:
         token, name, spec = m.group(0), m.group(1), m.group(2)
@@ -88,7 +110,7 @@ def _fill(segment: str, values: dict[str, Any]) -> str:
                 f"this one first (a cell calls glue({name!r}, value))"
             )
         try:
-            return format(values[name], spec or "")
+            return _honest(values[name], spec or "")
         except (TypeError, ValueError) as err:
             raise ValueError(
                 f"{{{name}:{spec}}}: cannot format {type(values[name]).__name__} "

@@ -26,8 +26,9 @@ __all__ = ["NOT_AVAILABLE", "READER_NAMES", "reader_name", "readable"]
 NOT_AVAILABLE = "n/a"
 
 #: Code names of the experiments' columns and index levels, as a reader reads them. A name is
-#: looked up whole first, then word by word (``tau_g mean`` -> ``τ_g mean``);
-#: what is left has its underscores read as spaces.
+#: looked up whole first; a code name not listed (one identifier) has its underscores read as
+#: spaces; in a label with spaces only the listed words are replaced (``tau_g mean`` ->
+#: ``τ_g mean``), so a reader's label such as ``transformer, d_v = 32`` stays as written.
 READER_NAMES: dict[str, str] = {
     # J&W's Kendall τ between attention and gradients (τ_g) or leave-one-out (τ_loo), as the
     # chapters' prose writes them, and between the two importance measures themselves
@@ -62,6 +63,10 @@ READER_NAMES: dict[str, str] = {
     "median_jsd_difference": "median JSD difference",
     "attention_x_gradient": "attention × gradient",
     "std": "sd",
+    "n_pruned": "heads pruned",
+    # the book's symbols, kept as the prose writes them
+    "d_s": "d_s",
+    "d_v": "d_v",
 }
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -78,9 +83,11 @@ def reader_name(name, names: Mapping[str, str] | None = None):
     if name in table:
         return table[name]
 
-    def word(m: re.Match) -> str:
-        w = m.group(0)
-        return table.get(w, w.replace("_", " "))
+    if _WORD.fullmatch(name):  # a code name such as mean_fraction_removed: its words
+        return name.replace("_", " ")
+
+    def word(m: re.Match) -> str:  # a label with spaces: known code words only ("tau_g mean");
+        return table.get(m.group(0), m.group(0))  # "transformer, d_v = 32" stays as written
 
     for phrase in sorted((k for k in table if not _WORD.fullmatch(k)), key=len, reverse=True):
         name = name.replace(phrase, table[phrase])  # multi-word entries such as "sig. frac."

@@ -136,17 +136,17 @@ def settings(book, paper, *, guide_lam: float) -> dict[str, Any]:
     book, paper: the ``book`` and ``paper`` :class:`attnlib.profiles.Profile`; guide_lam: the
     λ of the adversary Chapter 9 uses as a guide (``diagnostic.ADVERSARY_LAMBDA``).
     """
-    extra = sorted(set(paper.wp_lambdas) - set(book.wp_lambdas))
+    extra = sorted(set(paper.wp.lambdas) - set(book.wp.lambdas))
     if not extra:
         raise ValueError("the paper profile should sweep λ values the book profile does not")
     return {
         "ch08_ln2": float(np.log(2)),  # the largest JSD (natural logs)
         "ch08_guide_lam": f"{guide_lam:g}",  # W&P footnote 8
-        "ch08_book_n_lams": len(book.wp_lambdas),
-        "ch08_book_lams": _lams_text(book.wp_lambdas),
-        "ch08_book_epochs": book.wp_adversary_epochs,
+        "ch08_book_n_lams": len(book.wp.lambdas),
+        "ch08_book_lams": _lams_text(book.wp.lambdas),
+        "ch08_book_epochs": book.wp.adversary_epochs,
         "ch08_paper_extra_lams": _lams_text(extra),
-        "ch08_paper_epochs": paper.wp_adversary_epochs,
+        "ch08_paper_epochs": paper.wp.adversary_epochs,
     }
 
 

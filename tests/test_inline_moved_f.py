@@ -214,3 +214,41 @@ def test_erasure_curves_and_their_figure(scored):
     plt.close("all")
     with pytest.raises(ValueError, match="at least one"):
         viz.plot_erasure_curves({})
+
+
+# ----------------------------------------------------------------------------- by length (Chapter 15's figure)
+def test_plausibility_by_length_is_the_per_method_groupby(scored, split):
+    from attnlib.explanations import plausibility_by_length
+    from attnlib.faithfulness import rationale_ranking
+
+    expl = scored[0]
+    bins, names = [0, 6, 9, 60], ["short", "middle", "long"]
+    frame = plausibility_by_length(expl, split, bins, names)
+    truth = [split.rationales[i] for i in expl.indices]
+    band = pd.cut(expl.lengths, bins, labels=names)
+    for m in expl.methods:
+        expected = rationale_ranking(expl.scores[m], truth)["average precision"].groupby(band, observed=True).mean()
+        np.testing.assert_allclose(frame[m].to_numpy(), expected.to_numpy())
+        assert list(frame.index) == [str(b) for b in expected.index]
+    assert frame.index.name == "length (words)"
+    with pytest.raises(ValueError, match="metric"):
+        plausibility_by_length(expl, split, bins, metric="accuracy")
+
+
+def test_plot_by_length_draws_a_panel_per_model_and_a_line_per_method(scored, split):
+    import matplotlib.pyplot as plt
+
+    from attnlib import viz
+    from attnlib.explanations import plausibility_by_length
+
+    frame = plausibility_by_length(scored[0], split, [0, 6, 9, 60], ["a", "b", "c"])
+    fig = viz.plot_by_length({"one": frame, "two": frame}, ylabel="AP", title="t")
+    try:
+        axes = [ax for ax in fig.axes if ax.get_title()]
+        assert [ax.get_title() for ax in axes] == ["one", "two"]
+        assert len(axes[0].get_lines()) == len(frame.columns)
+        assert fig.get_size_inches()[0] <= viz.COLUMN_INCHES + 1e-6
+    finally:
+        plt.close(fig)
+    with pytest.raises(ValueError, match="at least one"):
+        viz.plot_by_length({}, ylabel="AP")

@@ -75,6 +75,7 @@ __all__ = [
     "integrated_gradients",
     "plausibility",
     "plausibility_by_instance",
+    "plausibility_by_length",
     "explain_and_score",
     "negators_found",
     "yardstick_columns",
@@ -440,6 +441,24 @@ def _rationale_truth(result, rationales):
     if not keep.any():
         raise ValueError("no instance has a rationale token")
     return truth, keep
+
+
+def plausibility_by_length(result: ExplanationResult, rationales, bins, labels=None,
+                           metric: str = "average precision") -> pd.DataFrame:
+    """One plausibility metric's mean per length band: rows = the bands (``pd.cut`` of the
+    instances' word counts by ``bins``, named by ``labels``; empty bands left out), columns =
+    the methods of ``result``. ``rationales``: as :func:`plausibility` (a Split with rationales,
+    or its list); ``metric``: "precision@k", "average precision" or "AUC"."""
+    if metric not in ("precision@k", "average precision", "AUC"):
+        raise ValueError(f"metric must be 'precision@k', 'average precision' or 'AUC', got {metric!r}")
+    truth, _ = _rationale_truth(result, rationales)
+    band = pd.cut(result.lengths, bins, labels=labels)
+    columns = {m: rationale_ranking(result.scores[m], truth)[metric].groupby(band, observed=True).mean()
+               for m in result.methods}
+    frame = pd.DataFrame(columns)
+    frame.index = [str(b) for b in frame.index]
+    frame.index.name = "length (words)"
+    return frame
 
 
 def plausibility_by_instance(result: ExplanationResult, rationales, metric: str = "average precision",

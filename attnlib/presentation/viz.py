@@ -1386,3 +1386,33 @@ def plot_erasure_curves(curves: dict, *, title: str | None = None):
 
 
 __all__ += ["plot_erasure_curves"]
+
+
+@_fitted
+def plot_by_length(curves: dict, *, ylabel: str, title: str | None = None):
+    """One panel per model of a measure by length band, one line per method (Chapter 15).
+
+    ``curves``: model -> a frame (rows: the bands, in order; columns: the methods), e.g.
+    :func:`attnlib.experiments.explanations.plausibility_by_length`.
+    """
+    if not curves:
+        raise ValueError("curves must map at least one model to its frame by length band")
+    fig, axes = plt.subplots(1, len(curves), figsize=(COLUMN_INCHES, 3.6), sharey=True, squeeze=False)
+    axes = axes[0]
+    for ax, (family, frame) in zip(axes, curves.items()):
+        for m in frame.columns:
+            curve = frame[m].dropna()
+            ax.plot([str(b) for b in curve.index], curve.values, **method_style(m))
+        ax.set_title(family, fontsize=10)
+        ax.set_xlabel(frame.index.name or "length (words)")
+        ax.tick_params(axis="x", labelsize=8)
+    axes[0].set_ylabel(ylabel, fontsize=9)
+    handles, labels = axes[-1].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=8, frameon=False)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout(rect=(0, 0.17, 1, 1))
+    return fig
+
+
+__all__ += ["plot_by_length"]

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .wording import listed
+from .wording import listed, require_columns
 
 __all__ = [
     "beyond_floor_table",
@@ -34,11 +34,7 @@ _BOTH_COLUMNS = ("jsd", "tvd", "adversary_jsd", "max_attention", "predicted")
 
 
 def _check_both(both: pd.DataFrame) -> None:
-    if not isinstance(both, pd.DataFrame):
-        raise ValueError(f"both must be a DataFrame, got {type(both).__name__}")
-    missing = [c for c in _BOTH_COLUMNS if c not in both.columns]
-    if missing:
-        raise ValueError(f"both lacks the column(s) {', '.join(missing)} (see Chapter 7's `both`)")
+    require_columns(both, _BOTH_COLUMNS, "both (Chapter 7's floor beside the adversary)")
     if len(both) == 0:
         raise ValueError("both has no rows")
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .wording import listed
+from .wording import listed, require_columns
 
 __all__ = [
     "attention_peaks",
@@ -41,11 +41,7 @@ def _lams_text(values) -> str:
 
 def _check_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """The sweep's frame indexed by λ (``frame.set_index("lambda")``), after a check."""
-    if not isinstance(frame, pd.DataFrame):
-        raise ValueError(f"frame must be the sweep's DataFrame, got {type(frame).__name__}")
-    missing = [c for c in _FRAME_COLUMNS if c not in frame.columns]
-    if missing:
-        raise ValueError(f"frame lacks the column(s) {', '.join(missing)} (see LambdaSweep.frame)")
+    require_columns(frame, _FRAME_COLUMNS, "frame (LambdaSweep.frame)")
     if len(frame) == 0:
         raise ValueError("frame has no rows: the sweep trained no adversary")
     return frame.set_index("lambda")

@@ -3,9 +3,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import functools
-
-import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 

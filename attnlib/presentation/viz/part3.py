@@ -3,11 +3,6 @@ adversarial training, diagnostic MLPs, erasure.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-import functools
-
-import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 

@@ -5,13 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import functools
-
-import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .core import ATTENTION_CMAP, COLUMN_INCHES, finish, fitted, method_style, unreadable
+from .core import ATTENTION_CMAP, COLUMN_INCHES, finish, fitted, method_style
 
 __all__ = [
     "plot_null_space",

@@ -12,14 +12,20 @@ share, a flip fraction, an accuracy) is a mean over sentences, and the sentences
 * :func:`rank` -- several explanations scored on the same sentences: rank = 1 + the number of
   others that are higher beyond noise, so methods that noise cannot order share a rank;
 * :func:`seed_interval` -- where the *model* is the unit (a few training seeds), Student's t
-  interval of the mean over seeds.
+  interval of the mean over seeds;
+* :func:`welch` -- two means over seeds known only by mean, sd and count (a table of seeds):
+  Welch's t interval of their difference;
+* :func:`normal_p` and :func:`holm` -- where a page runs many tests at once (every head, every
+  layer), the two-sided p-value of each change against its standard error and Holm's
+  step-down correction, so that one test in twenty passing at 5% is not read as a finding.
 
 Everything is seeded (``seed``) and computed in float64 with numpy: the same interval on every
 machine. The bootstrap draws ``resamples`` sets of n row indices with replacement and takes each
 set's mean as ``counts @ values / n`` (one matrix product for all resamples and columns).
 
 Efron & Tibshirani (1993), *An Introduction to the Bootstrap*, ch. 13 (percentile intervals)
-and ch. 16 (two-sample and paired designs).
+and ch. 16 (two-sample and paired designs). Holm (1979), "A simple sequentially rejective
+multiple test procedure", *Scand. J. Statist.* 6(2), 65-70.
 """
 from __future__ import annotations
 
@@ -30,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["Interval", "Comparison", "RankedTable", "bootstrap", "compare", "rank", "ranks_from_wins", "rank_columns", "seed_interval",
-           "LEVEL", "RESAMPLES", "WITHIN_NOISE"]
+           "normal_p", "holm", "welch", "LEVEL", "RESAMPLES", "WITHIN_NOISE"]
 
 #: the confidence level of every interval in the book
 LEVEL = 0.95
@@ -361,3 +367,79 @@ def seed_interval(values, *, level: float = LEVEL) -> Interval:
     mean = float(x.mean())
     half = float(stats.t.ppf(0.5 + level / 2, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x)))
     return Interval(mean, mean - half, mean + half, len(x), level, method="t over seeds")
+
+
+def normal_p(change, se) -> np.ndarray:
+    """Two-sided p-values of ``change`` against 0, each with its standard error ``se`` (normal
+    approximation: ``2 * (1 - Phi(|change| / se))``). A NaN or non-positive ``se`` gives NaN,
+    except a change of exactly 0, whose p-value is 1."""
+    from scipy import stats
+
+    change = np.asarray(change, dtype=np.float64)
+    se = np.asarray(se, dtype=np.float64)
+    if change.shape != se.shape:
+        raise ValueError(f"change and se must have one shape, got {change.shape} and {se.shape}")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.abs(change) / se
+    p = np.where(np.isfinite(z) & (se > 0), 2 * stats.norm.sf(z), np.nan)
+    return np.where(change == 0, 1.0, p)
+
+
+def holm(p_values, *, alpha: float = 0.05) -> np.ndarray:
+    """Holm's step-down correction: which of several tests reject at family-wise level ``alpha``.
+
+    The p-values are sorted, p_(1) <= ... <= p_(m); p_(i) rejects while every p_(j), j <= i, is
+    <= alpha / (m - j + 1). The chance that any true null is rejected stays <= alpha, however the
+    tests depend on one another. A NaN p-value never rejects, and counts in m. Returns a bool
+    array in the input's order.
+    """
+    if not isinstance(alpha, numbers.Real) or not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), e.g. 0.05, got {alpha!r}")
+    p = np.asarray(p_values, dtype=np.float64)
+    if p.ndim != 1:
+        raise ValueError(f"p_values must be 1-D, got shape {p.shape}")
+    if (p[~np.isnan(p)] < 0).any() or (p[~np.isnan(p)] > 1).any():
+        raise ValueError("p_values must lie in [0, 1]")
+    m = len(p)
+    order = np.argsort(np.where(np.isnan(p), np.inf, p), kind="stable")
+    thresholds = alpha / (m - np.arange(m))
+    passing = p[order] <= thresholds  # NaN compares False
+    first_fail = int(np.argmin(passing)) if not passing.all() else m
+    reject = np.zeros(m, dtype=bool)
+    reject[order[:first_fail]] = True
+    return reject
+
+
+def welch(mean_a: float, sd_a: float, n_a: int, mean_b: float, sd_b: float, n_b: int, *,
+          level: float = LEVEL) -> Comparison:
+    """mean_a - mean_b, each a mean over ``n`` seeds with sample sd ``sd``: Welch's t interval of
+    the difference (unequal variances, Welch-Satterthwaite degrees of freedom) and its verdict.
+
+    For results kept only as mean and sd per seed set (e.g. a diagnostic table). Needs n >= 2 on
+    both sides. Two sds of 0 give a zero-width interval (a difference of exactly 0 is a tie).
+    """
+    from scipy import stats
+
+    if not isinstance(level, numbers.Real) or not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), e.g. 0.95, got {level!r}")
+    for n, name in ((n_a, "n_a"), (n_b, "n_b")):
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 2:
+            raise ValueError(f"{name} must be an integer >= 2 (an interval over seeds needs two), got {n!r}")
+    values = np.array([mean_a, sd_a, mean_b, sd_b], dtype=np.float64)
+    if not np.isfinite(values).all() or sd_a < 0 or sd_b < 0:
+        raise ValueError("means must be finite and sds finite and >= 0")
+    va, vb = sd_a**2 / n_a, sd_b**2 / n_b
+    diff = float(mean_a - mean_b)
+    if va + vb == 0:
+        half = 0.0
+    else:
+        df = (va + vb) ** 2 / (va**2 / (n_a - 1) + vb**2 / (n_b - 1))
+        half = float(stats.t.ppf(0.5 + level / 2, df) * math.sqrt(va + vb))
+
+    def own(mean, sd, n):
+        h = float(stats.t.ppf(0.5 + level / 2, n - 1) * sd / math.sqrt(n))
+        return Interval(float(mean), float(mean) - h, float(mean) + h, int(n), level, method="t over seeds")
+
+    return Comparison(own(mean_a, sd_a, n_a), own(mean_b, sd_b, n_b),
+                      Interval(diff, diff - half, diff + half, int(n_a + n_b), level, method="Welch t over seeds"),
+                      paired=False)

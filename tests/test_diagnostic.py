@@ -374,3 +374,39 @@ def test_diagnostic_table_validates_everything_before_training(tiny):
         dg.diagnostic_table(tiny, {"uniform": "uniform", "typo": "nope"}, **kwargs)
     models = cache.cache_dir() / "models"
     assert not models.exists() or not any(models.iterdir())  # nothing was trained before the error
+
+
+# ----------------------------------------------------------------------------- W&P's Table 4 rule
+def test_table4_pick_is_the_smallest_tvd_above_jsd_04():
+    import pandas as pd
+
+    from attnlib import diagnostic
+
+    frame = pd.DataFrame({"lambda": [0.001, 0.01, 0.1, 1.0], "mean_jsd": [0.33, 0.69, 0.69, 0.69],
+                          "mean_tvd": [0.15, 0.14, 0.11, 0.13]})
+    assert diagnostic.table4_pick(frame) == 0.1
+    assert diagnostic.table4_pick(frame.set_index("lambda")) == 0.1
+    assert diagnostic.table4_pick(frame.assign(mean_jsd=0.3)) is None
+    assert diagnostic.table4_pick(frame.assign(mean_tvd=0.1)) == 0.01  # a tie goes to the smaller lambda
+    assert diagnostic.table4_pick(frame, threshold=0.2) == 0.1
+    with pytest.raises(ValueError, match="mean_jsd"):
+        diagnostic.table4_pick(frame.drop(columns="mean_jsd"))
+
+
+def test_guide_adversary_falls_back_with_a_warning():
+    import pandas as pd
+
+    from attnlib import diagnostic
+
+    class Sweep:
+        def __init__(self, frame):
+            self.frame = frame
+
+        def __getitem__(self, lam):
+            return f"adversary {lam:g}"
+
+    frame = pd.DataFrame({"lambda": [0.001, 0.01], "mean_jsd": [0.5, 0.45], "mean_tvd": [0.2, 0.1]})
+    assert diagnostic.guide_adversary(Sweep(frame)) == (0.01, "adversary 0.01")
+    low = frame.assign(mean_jsd=[0.3, 0.35])
+    with pytest.warns(UserWarning, match="largest"):
+        assert diagnostic.guide_adversary(Sweep(low)) == (0.01, "adversary 0.01")

@@ -310,3 +310,37 @@ def test_heatmaps_refuse_mismatched_sentences():
         ch08.heatmaps(p, p, tokens=[["a", "b"], ["c", "d"]], peak_table=table, frame=frame)
     with pytest.raises(ValueError, match="1 to 4"):
         ch08.heatmaps(p, p, tokens=[], peak_table=table, frame=frame)
+
+
+# ----------------------------------------------------------------------------- W&P's Table 4
+def _comparison(tvd, jsd):
+    return SimpleNamespace(output_tvd=np.asarray(tvd, float), attention_jsd=np.asarray(jsd, float))
+
+
+T4 = {"lambda": 5.25e-4, "f1": 0.823, "tvd": 0.036, "jsd": 0.514}
+
+
+def test_table4_beside_sets_ours_with_intervals_beside_theirs():
+    rng = np.random.default_rng(0)
+    cmp = _comparison(rng.uniform(0.0, 0.2, 200), rng.uniform(0.6, 0.7, 200))
+    frame = _frame([0.3, 0.68, 0.68, 0.69], [0.15, 0.13, 0.11, 0.13])
+    t = ch08.table4_beside(cmp, frame, lam=0.1, paper=T4, scale=2.0)
+    assert list(t.index) == ["λ (our loss)", "λ (W&P's loss)", "test F1", "mean TVD [95% interval]",
+                             "mean JSD [95% interval]"]
+    ours, theirs = t.iloc[:, 0].tolist(), t.iloc[:, 1].tolist()
+    assert ours[:2] == ["0.1", "0.05"] and theirs[:2] == ["0.00105", "0.000525"]
+    assert ours[3].startswith(f"{cmp.output_tvd.mean():.3f} [") and theirs[3:] == ["0.036", "0.514"]
+    with pytest.raises(ValueError, match="not in the sweep"):
+        ch08.table4_beside(cmp, frame, lam=0.5, paper=T4, scale=2.0)
+    with pytest.raises(ValueError, match="per-instance comparison"):
+        ch08.table4_beside(SimpleNamespace(), frame, lam=0.1, paper=T4, scale=2.0)
+
+
+def test_table4_reading_uses_the_interval():
+    far = ch08.table4(_comparison(np.full(50, 0.11), np.full(50, 0.69)), lam=0.1, paper=T4, scale=2.0)
+    assert far["ch08_t4_lam_wp"] == "0.05" and far["ch08_t4_paper_lam_ours"] == "0.00105"
+    assert "is above theirs (0.036)" in far["ch08_t4_tvd"] and "is above theirs (0.514)" in far["ch08_t4_jsd"]
+    rng = np.random.default_rng(1)
+    near = ch08.table4(_comparison(rng.normal(0.036, 0.05, 40), rng.normal(0.514, 0.1, 40)), lam=0.1,
+                       paper=T4, scale=2.0)
+    assert "within noise of theirs" in near["ch08_t4_tvd"] and "within noise of theirs" in near["ch08_t4_jsd"]

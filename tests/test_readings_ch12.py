@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attnlib import published
+from attnlib.models import Site
 from attnlib.presentation.readings import ch12
 
 POSTER = published.POSTER_ACCURACY  # 86.45 -> 79.4: a drop of 7.05 points
@@ -28,8 +29,8 @@ def _perm(*, layer_change=(-0.05, 0.0, 0.001), layer_se=(0.01, 0.01, 0.01), head
 def test_permutation_by_layer_table():
     t = ch12.permutation_by_layer(_perm())
     assert list(t.index) == ["layer 0", "layer 1", "layer 2"]
-    assert list(t.columns) == ["accuracy change", "2 s.e.", "changed", "the poster", "agrees"]
-    assert t["changed"].tolist() == [True, False, False]
+    assert list(t.columns) == ["accuracy change", "2 s.e.", "p", "changed (Holm)", "the poster", "agrees"]
+    assert t["changed (Holm)"].tolist() == [True, False, False]
     assert t["the poster"].tolist() == ["changes", "does not change", "does not change"]
     assert t["agrees"].tolist() == [True, True, True]
     assert np.allclose(t["2 s.e."], 0.02)
@@ -39,9 +40,9 @@ def test_permutation_by_layer_table():
 
 def test_permutation_beside_poster():
     t = ch12.permutation_beside_poster(_perm(), POSTER)
-    assert list(t.index) == ["original", "every head permuted"]
-    assert t["accuracy"].tolist() == pytest.approx([0.8, 0.7])
-    assert t["poster (IMDB, their model)"].tolist() == pytest.approx([0.8645, 0.794])
+    assert list(t.index) == ["accuracy, original", "accuracy, every head permuted", "drop in points (95% interval)"]
+    assert t["ours"].tolist() == ["0.800", "0.700", "10.0 [8.0, 12.0]"]  # se 0.01: 1.96 points
+    assert t["poster (IMDB, their model)"].tolist() == ["0.865", "0.794", "7.05"]
 
 
 def test_permutation_reading_values():
@@ -72,7 +73,7 @@ def test_permutation_reading_other_branches():
     assert out["ch12_head_max_drop"] == 0.0  # no head lowers the accuracy: clipped at 0
     assert out["ch12_changed_layers"] == "no single layer"
     assert out["ch12_agree"] == 2
-    assert out["ch12_drop_vs_poster"] == "about the same as"
+    assert out["ch12_drop_vs_poster"] == "within noise of"  # 6.0 [4.0, 8.0] points against 7.05
     perm = _perm(layer_change=(-0.05, -0.05, 0.0), all_change=-0.02)
     out = ch12.permutation(perm, ch12.permutation_by_layer(perm), POSTER, layers=3, heads=2)
     assert out["ch12_changed_layers"] == "layer 0, layer 1"
@@ -80,13 +81,41 @@ def test_permutation_reading_other_branches():
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.floats(0.0, 0.3))
-def test_drop_vs_poster_follows_the_two_point_band(drop):
+@given(st.floats(0.0, 0.3), st.floats(0.001, 0.05))
+def test_drop_vs_poster_follows_the_interval(drop, se):
     perm = _perm(all_change=-drop)
+    perm.table.loc[perm.table.scope == "all", "change_se"] = se
     words = ch12.permutation(perm, ch12.permutation_by_layer(perm), POSTER, layers=3, heads=2)
-    pts = 100 * drop
-    expected = "larger than" if pts > 7.05 + 2 else "smaller than" if pts < 7.05 - 2 else "about the same as"
+    low, high = 100 * (drop - 1.959964 * se), 100 * (drop + 1.959964 * se)
+    expected = "larger than" if low > 7.05 else "smaller than" if high < 7.05 else "within noise of"
     assert words["ch12_drop_vs_poster"] == expected
+    assert words["ch12_all_drop_ci"] == f"{low:.1f} to {high:.1f}"
+
+
+def test_holm_over_the_sweep_not_two_standard_errors():
+    # layer 2 at z = 2.3 passes an uncorrected 2-s.e. rule, but not Holm over 6 tests
+    perm = _perm(layer_change=(0.007, 0.0, -0.053), layer_se=(0.022, 0.01, 0.023), head_change=(0.0, 0.0))
+    t = ch12.tested(perm)
+    assert len(t) == 6 and t.loc[t.scope == "layer", "p"].iloc[2] < 0.05
+    assert t["changed"].tolist() == [False, False, False, False, False, True]  # only "all"
+    by_layer = ch12.permutation_by_layer(perm)
+    out = ch12.permutation(perm, by_layer, POSTER, layers=3, heads=2)
+    assert out["ch12_n_tests"] == 6
+    assert "no layer's shuffling changes it beyond noise" in out["ch12_poster_layers"]
+    assert "+0.007 (2 s.e. 0.044)" in out["ch12_poster_layers"]
+    assert out["ch12_poster_layers_summary"].startswith("is not borne out")
+
+
+def test_poster_layers_other_branches():
+    perm = _perm()  # layer 0 alone changes
+    out = ch12.permutation(perm, ch12.permutation_by_layer(perm), POSTER, layers=3, heads=2)
+    assert out["ch12_poster_layers"].startswith("as the poster says")
+    assert out["ch12_poster_layers_summary"] == "holds in our model too"
+    perm = _perm(layer_change=(0.0, -0.05, -0.06))  # other layers change, the first does not
+    out = ch12.permutation(perm, ch12.permutation_by_layer(perm), POSTER, layers=3, heads=2)
+    assert "does not change it beyond noise" in out["ch12_poster_layers"]
+    assert "layer 1 and layer 2 change it" in out["ch12_poster_layers"]
+    assert out["ch12_poster_layers_summary"] == "does not hold in our model"
 
 
 def test_permutation_rejects_a_result_without_its_table():
@@ -97,18 +126,55 @@ def test_permutation_rejects_a_result_without_its_table():
         ch12.permutation_beside_poster(bad, POSTER)
 
 
+def _adv(rows0, cls0, rows1, cls1):
+    n = len(rows0)
+    frame = lambda layer, head, r, c: pd.DataFrame({  # noqa: E731
+        "layer": layer, "head": head, "instance": np.arange(n)[::-1],  # any order: sorted inside
+        "eps_max_jsd": np.where(r, 0.6, 0.1)[::-1], "cls_jsd": np.where(c, 0.6, 0.1)[::-1]})
+    return pd.concat([frame(0, 1, rows0, cls0), frame(1, 0, rows1, cls1)], ignore_index=True)
+
+
+SITES = [Site(0, 1), Site(1, 0)]
+
+
+def test_adversary_shares_with_intervals():
+    adv = _adv([1, 0, 0, 0, 1], [1, 0, 0, 0, 0], [1, 1, 1, 0, 1], [0, 0, 0, 0, 0])
+    t = ch12.adversary_shares(adv, SITES, threshold=0.49)
+    assert list(t.index) == ["layer 0, head 1", "layer 1, head 0"]
+    assert t["all rows"].tolist() == pytest.approx([0.4, 0.8])
+    assert t["[CLS] row"].tolist() == pytest.approx([0.2, 0.0])
+    assert (t["low"] <= t["all rows"]).all() and (t["all rows"] <= t["high"]).all()
+    assert t.loc["layer 1, head 0", "[CLS] low"] == 0 and t.loc["layer 1, head 0", "[CLS] high"] == 0
+
+
 def test_adversary_reading():
-    adv = pd.DataFrame({"instance": [0, 1, 2, 0, 1, 2]})
-    very = pd.DataFrame({"rows": [0.2, 0.6], "cls": [0.1, 0.05]}, index=["layer 0, head 1", "layer 1, head 0"])
+    n = 40
+    rng = np.random.default_rng(0)
+    same = rng.random(n) < 0.5
     sst = published.ADVERSARY_FRACTION["sst"]
-    out = ch12.adversary(adv, very, ["L0H1", "L1H0"], sst, threshold=0.49)
-    assert out == {
-        "ch12_adv_n": 3, "ch12_threshold": 0.49, "ch12_adv_rows_min": 0.2, "ch12_adv_rows_max": 0.6,
-        "ch12_adv_cls_first": 0.1, "ch12_adv_cls_last": 0.05, "ch12_adv_last_head": "L1H0",
-        "ch12_jw_sst": "0.50 / 0.54",
-    }
-    with pytest.raises(ValueError, match="two columns"):
-        ch12.adversary(adv, very[["rows"]], ["a"], sst, threshold=0.49)
+    out = ch12.adversary(_adv(same, same, ~same, same), SITES, sst, threshold=0.49, eps=0.01, paper_eps=0.05)
+    assert out["ch12_adv_n"] == n and out["ch12_threshold"] == 0.49
+    assert out["ch12_adv_cls_first"] == out["ch12_adv_cls_last"] == same.mean()
+    assert out["ch12_adv_cls_gap"].startswith("as often in the last layer as in the first, within noise")
+    assert out["ch12_adv_last_head"] == str(Site(1, 0)) and out["ch12_jw_sst"] == "0.50 / 0.54"
+    assert "could only rise" in out["ch12_adv_eps_caveat"]
+    assert "ch12_adv_cls_first_ci" in out and out["ch12_adv_rows_low"] <= out["ch12_adv_rows_min"]
+    # every sentence fools the first layer's [CLS] row and none the last's: beyond noise
+    out = ch12.adversary(_adv(same, np.ones(n, bool), same, np.zeros(n, bool)), SITES, sst,
+                         threshold=0.49, eps=0.05, paper_eps=0.05)
+    assert out["ch12_adv_cls_gap"] == "less often in the last layer than in the first, beyond noise"
+    assert "could only rise" not in out["ch12_adv_eps_caveat"]
+
+
+def test_adversary_refuses_unpaired_heads():
+    adv = _adv([1, 0, 1], [1, 0, 0], [1, 1, 1], [0, 0, 0])
+    adv.loc[adv.layer == 1, "instance"] += 10
+    with pytest.raises(ValueError, match="same sentences"):
+        ch12.adversary_shares(adv, SITES, threshold=0.49)
+    with pytest.raises(ValueError, match="no rows"):
+        ch12.adversary_shares(adv[adv.layer == 0], SITES, threshold=0.49)
+    with pytest.raises(ValueError, match="cls_jsd"):
+        ch12.adversary_shares(adv.drop(columns="cls_jsd"), SITES, threshold=0.49)
 
 
 def test_masking_grids():

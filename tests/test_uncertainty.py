@@ -170,3 +170,80 @@ def test_ranks_from_wins_counts_who_beats_each_method():
         ranks_from_wins(wins | wins.T)
     with pytest.raises(ValueError, match="square bool"):
         ranks_from_wins(np.zeros((2, 3), dtype=bool))
+
+
+# ----------------------------------------------------------------------------- many tests at once
+def _holm_adjusted(p):
+    """Holm's adjusted p-values, the other textbook form: max over j <= i of (m - j + 1) p_(j)."""
+    p = np.asarray(p, dtype=float)
+    m = len(p)
+    order = np.argsort(p, kind="stable")
+    adjusted = np.maximum.accumulate(np.minimum(1.0, (m - np.arange(m)) * p[order]))
+    out = np.empty(m)
+    out[order] = adjusted
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(0, 1, allow_nan=False), min_size=1, max_size=25), st.sampled_from([0.01, 0.05, 0.1]))
+def test_holm_matches_adjusted_p_values(p, alpha):
+    assert (U.holm(p, alpha=alpha) == (_holm_adjusted(p) <= alpha)).all()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(0, 1, allow_nan=False), min_size=1, max_size=25))
+def test_holm_lies_between_bonferroni_and_no_correction(p):
+    p = np.asarray(p)
+    reject = U.holm(p)
+    assert (reject >= (p <= 0.05 / len(p))).all()  # every Bonferroni rejection
+    assert (reject <= (p <= 0.05)).all()  # never more than the uncorrected tests
+
+
+def test_holm_on_a_worked_example():
+    # m = 4: thresholds 0.0125, 0.0167, 0.025, 0.05; 0.01 and 0.015 reject, 0.03 > 0.025 stops
+    assert U.holm([0.03, 0.01, 0.04, 0.015]).tolist() == [False, True, False, True]
+    # twenty tests, one at p = 0.02: significant uncorrected, not after Holm
+    assert not U.holm([0.02] + [0.5] * 19).any()
+
+
+def test_holm_nan_never_rejects_and_counts():
+    assert U.holm([0.001, np.nan]).tolist() == [True, False]
+    assert U.holm([0.03, np.nan]).tolist() == [False, False]  # m = 2: 0.03 > 0.025
+
+
+@pytest.mark.parametrize("bad", [dict(p_values=[[0.1]]), dict(p_values=[1.5]), dict(p_values=[0.1], alpha=0)])
+def test_holm_refuses_bad_input(bad):
+    with pytest.raises(ValueError):
+        U.holm(**bad)
+
+
+def test_normal_p_against_scipy():
+    change, se = np.array([0.0196, -0.05, 0.007, 0.0]), np.array([0.01, 0.023, 0.022, 0.0])
+    p = U.normal_p(change, se)
+    assert p[0] == pytest.approx(0.05, abs=1e-4)
+    assert p[1] == pytest.approx(2 * scipy.stats.norm.sf(0.05 / 0.023))
+    assert p[2] > 0.5 and p[3] == 1.0
+    assert np.isnan(U.normal_p([0.1], [np.nan])).all()
+    with pytest.raises(ValueError):
+        U.normal_p([0.1, 0.2], [0.1])
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.floats(-1, 1), st.floats(0.001, 0.5), st.integers(2, 10), st.floats(-1, 1), st.floats(0.001, 0.5),
+       st.integers(2, 10))
+def test_welch_agrees_with_scipy(ma, sa, na, mb, sb, nb):
+    c = U.welch(ma, sa, na, mb, sb, nb)
+    p = scipy.stats.ttest_ind_from_stats(ma, sa, na, mb, sb, nb, equal_var=False).pvalue
+    assert c.difference.estimate == pytest.approx(ma - mb)
+    if abs(p - 0.05) > 1e-6:  # the interval excludes 0 exactly when the test rejects at 5%
+        assert c.differs == (p < 0.05)
+    assert c.a.contains(ma) and c.b.contains(mb)
+
+
+def test_welch_ties_and_refusals():
+    assert U.welch(0.7, 0.0, 3, 0.7, 0.0, 3).verdict == U.WITHIN_NOISE
+    assert U.welch(0.8, 0.0, 3, 0.7, 0.0, 3).verdict == "higher"
+    for bad in [dict(n_a=1), dict(sd_a=-0.1), dict(mean_b=float("nan"))]:
+        args = dict(mean_a=0.7, sd_a=0.01, n_a=3, mean_b=0.6, sd_b=0.01, n_b=3) | bad
+        with pytest.raises(ValueError):
+            U.welch(**args)

@@ -47,6 +47,8 @@ __all__ = [
     "PUBLISHED_TABLE3",
     "DIAGNOSTIC_CONFIG",
     "ADVERSARY_LAMBDA",
+    "table4_pick",
+    "guide_adversary",
     "guide_attention",
     "guided_dataset",
     "train_diagnostic",
@@ -64,6 +66,44 @@ DIAGNOSTIC_CONFIG = ModelConfig(encoder="average", attention="given")
 ADVERSARY_LAMBDA = _published.DIAGNOSTIC_ADVERSARY_LAMBDA
 
 _TABLE3 = _published.DIAGNOSTIC_SOURCE
+
+
+def table4_pick(frame, *, threshold: float = _published.JSD_DIFFERENT_WP):
+    """W&P's Table 4 rule: the lambda of the adversary with the smallest mean output TVD among
+    those whose mean attention JSD from the base is above ``threshold`` (0.4), or None when no
+    adversary reaches it.
+
+    ``frame``: :attr:`attnlib.adversarial_training.LambdaSweep.frame` (one row per lambda, with
+    ``mean_jsd`` and ``mean_tvd``; indexed by lambda or with a ``lambda`` column). Ties in TVD go
+    to the smaller lambda. This is how W&P chose the adversary they report per data set, and so
+    the adversary whose attention is the diagnostic's "adversary" guide (an attention that is
+    not different from the base's would test nothing).
+    """
+    if not isinstance(frame, pd.DataFrame) or not {"mean_jsd", "mean_tvd"} <= set(frame.columns):
+        raise ValueError("frame must be a lambda sweep's frame, with mean_jsd and mean_tvd columns")
+    lams = frame["lambda"] if "lambda" in frame.columns else pd.Series(frame.index, index=frame.index)
+    candidates = frame[frame["mean_jsd"].astype(float) > threshold]
+    if candidates.empty:
+        return None
+    order = sorted(candidates.index, key=lambda i: (float(candidates.at[i, "mean_tvd"]), float(lams[i])))
+    return float(lams[order[0]])
+
+
+def guide_adversary(sweep):
+    """(lambda, adversary) for the diagnostic's "adversary" guide, from a lambda sweep
+    (:func:`attnlib.adversarial_training.lambda_sweep`): W&P's Table 4 pick (:func:`table4_pick`),
+    or, when no adversary of the sweep reaches a mean JSD above 0.4, the one with the largest
+    mean JSD, with a warning (a guide that hardly differs from the base tests little)."""
+    import warnings
+
+    frame = getattr(sweep, "frame", None)
+    lam = table4_pick(frame)
+    if lam is None:
+        lams = frame["lambda"] if "lambda" in frame.columns else pd.Series(frame.index, index=frame.index)
+        lam = float(lams[frame["mean_jsd"].astype(float).idxmax()])
+        warnings.warn(f"no adversary of the sweep reaches a mean JSD above {_published.JSD_DIFFERENT_WP}; "
+                      f"the guide is the one with the largest, lambda = {lam:g}", stacklevel=2)
+    return lam, sweep[lam]
 
 #: Wiegreffe & Pinter 2019, Table 3 (kept in :mod:`attnlib.published` as ``DIAGNOSTIC_F1``).
 PUBLISHED_TABLE3 = _published.DIAGNOSTIC_F1

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ... import uncertainty
 from .wording import listed, require_columns
 
 __all__ = [
@@ -26,6 +27,8 @@ __all__ = [
     "peaks",
     "settings",
     "sweep_table",
+    "table4_beside",
+    "table4",
     "verdict",
     "yardstick_points",
     "yardsticks",
@@ -508,3 +511,59 @@ def heatmaps(
             "peak table."
         )
     return {"ch08_heatmaps": " ".join(said), "ch08_slide": slide}
+
+
+def _table4_intervals(comparison, seed: int):
+    for name in ("output_tvd", "attention_jsd"):
+        if not isinstance(getattr(comparison, name, None), np.ndarray):
+            raise ValueError("comparison must be the sweep's per-instance comparison (LambdaSweep.comparison)")
+    return uncertainty.bootstrap(np.stack([comparison.output_tvd, comparison.attention_jsd], axis=1), seed=seed)
+
+
+def table4_beside(comparison, frame: pd.DataFrame, *, lam: float, paper: Mapping, scale: float,
+                  seed: int = 0) -> pd.DataFrame:
+    """The adversary W&P's Table 4 rule picks from our sweep, beside their Table 4 row.
+
+    ``comparison``: :meth:`LambdaSweep.comparison` at ``lam`` (per-instance TVD and JSD on the
+    test split); ``frame``: the sweep's frame; ``paper``: ``published.WP_TABLE4[dataset]``;
+    ``scale``: ``published.WP_LAMBDA_SCALE`` (their λ = l is ours 2 l). Our TVD and JSD carry 95%
+    bootstrap intervals over the test sentences. Rows λ (our scale), λ (W&P's scale), test F1,
+    mean TVD, mean JSD; columns ours, W&P.
+    """
+    fr = _check_frame(frame)
+    if not any(np.isclose(float(v), lam) for v in fr.index):
+        raise ValueError(f"lam = {lam:g} is not in the sweep ({_lams_text(fr.index)})")
+    row = fr.loc[[v for v in fr.index if np.isclose(float(v), lam)][0]]
+    tvd, jsd = _table4_intervals(comparison, seed)
+    theirs = {k: float(getattr(paper[k], "value", paper[k])) for k in ("lambda", "f1", "tvd", "jsd")}
+    return pd.DataFrame(
+        {
+            "ours (rt-polarity)": [f"{lam:g}", f"{lam / scale:g}", f"{float(row['f1']):.3f}", str(tvd), str(jsd)],
+            "W&P Table 4 (SST)": [f"{theirs['lambda'] * scale:g}", f"{theirs['lambda']:g}", f"{theirs['f1']:.3f}",
+                                  f"{theirs['tvd']:.3f}", f"{theirs['jsd']:.3f}"],
+        },
+        index=["λ (our loss)", "λ (W&P's loss)", "test F1", "mean TVD [95% interval]", "mean JSD [95% interval]"],
+    )
+
+
+def table4(comparison, *, lam: float, paper: Mapping, scale: float, seed: int = 0) -> dict[str, Any]:
+    """Our Table-4 adversary against W&P's, in words: where their TVD and JSD fall against our
+    intervals (``ch08_t4_tvd``, ``ch08_t4_jsd``), and its λ in both scales."""
+    tvd, jsd = _table4_intervals(comparison, seed)
+    theirs = {k: float(getattr(paper[k], "value", paper[k])) for k in ("lambda", "tvd", "jsd")}
+
+    def words(ours, value, what):
+        relation = ours.relation_to(value)
+        if relation == "within noise of":
+            return f"our {what}, {ours.estimate:.3f} (95% interval {ours.low:.3f} to {ours.high:.3f}), is within noise of theirs ({value:.3f})"
+        return (f"our {what}, {ours.estimate:.3f} (95% interval {ours.low:.3f} to {ours.high:.3f}), "
+                f"is {relation} theirs ({value:.3f})")
+
+    return {
+        "ch08_t4_lam": f"{lam:g}",
+        "ch08_t4_lam_wp": f"{lam / scale:g}",
+        "ch08_t4_paper_lam": f"{theirs['lambda']:g}",
+        "ch08_t4_paper_lam_ours": f"{theirs['lambda'] * scale:g}",
+        "ch08_t4_tvd": words(tvd, theirs["tvd"], "mean TVD"),
+        "ch08_t4_jsd": words(jsd, theirs["jsd"], "mean JSD"),
+    }

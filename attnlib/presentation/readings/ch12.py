@@ -8,15 +8,19 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
+from ... import uncertainty
 from ...experiments import head_importance as hi
-from .wording import require_columns
+from .wording import listed, require_columns
 
 __all__ = [
+    "tested",
     "permutation_by_layer",
     "permutation_beside_poster",
     "permutation",
+    "adversary_shares",
     "adversary",
     "masking_grids",
     "masking",
@@ -39,25 +43,89 @@ def _scope(perm, scope: str) -> pd.DataFrame:
     return table[table.scope == scope]
 
 
+def tested(perm, *, alpha: float = 0.05) -> pd.DataFrame:
+    """``perm.table`` with each row's test: ``p`` (two-sided, the change against its paired
+    standard error, :func:`attnlib.uncertainty.normal_p`) and ``changed`` (Holm's correction over
+    every row of the sweep, each head, each layer and all heads at once: a family of tests, so one
+    in twenty passing at 5% by chance is not read as a change)."""
+    _scope(perm, "head")  # validates perm
+    table = perm.table.copy()
+    table["p"] = uncertainty.normal_p(table["accuracy_change"], table["change_se"])
+    table["changed"] = uncertainty.holm(table["p"].to_numpy(), alpha=alpha)
+    return table
+
+
 def permutation_by_layer(perm) -> pd.DataFrame:
     """Each layer permuted at once beside the poster's reading (only the first layer matters).
 
-    ``perm``: :func:`attnlib.head_perturbation.permute_heads`' result. A change counts when it
-    exceeds two standard errors of the paired per-sentence accuracy differences. Rows
-    ``layer 0``, ``layer 1``, ...; columns accuracy change, 2 s.e., changed, the poster, agrees.
+    ``perm``: :func:`attnlib.head_perturbation.permute_heads`' result. A change counts when
+    Holm's correction over the whole sweep (:func:`tested`) rejects "no change". Rows
+    ``layer 0``, ``layer 1``, ...; columns accuracy change, 2 s.e., p, changed (Holm), the
+    poster, agrees.
     """
-    layers = _scope(perm, "layer").set_index("layer")
+    table = tested(perm)
+    layers = table[table.scope == "layer"].set_index("layer")
     by_layer = pd.DataFrame(
         {
             "accuracy change": layers["accuracy_change"],
             "2 s.e.": 2 * layers["change_se"],
-            "changed": layers["accuracy_change"].abs() > 2 * layers["change_se"],
+            "p": layers["p"],
+            "changed (Holm)": layers["changed"],
             "the poster": ["changes"] + ["does not change"] * (len(layers) - 1),
         }
     )
-    by_layer["agrees"] = by_layer["changed"] == (by_layer["the poster"] == "changes")
+    by_layer["agrees"] = by_layer["changed (Holm)"] == (by_layer["the poster"] == "changes")
     by_layer.index = [f"layer {i}" for i in by_layer.index]
     return by_layer
+
+
+def _poster_layers(by_layer: pd.DataFrame, n_tests: int) -> dict[str, str]:
+    """The reading of the layer-by-layer test against the poster (only the first layer matters)."""
+    changed = by_layer["changed (Holm)"].to_numpy(bool)
+    first = by_layer.iloc[0]
+    first_words = f"{first['accuracy change']:+.3f} (2 s.e. {first['2 s.e.']:.3f})"
+    others = [name for name, c in zip(by_layer.index[1:], changed[1:]) if c]
+    if changed[0] and not others:
+        return {
+            "ch12_poster_layers": (
+                f"as the poster says, only the first layer's shuffling changes it beyond noise "
+                f"({first_words}), after Holm's correction for the {n_tests} tests of this sweep"
+            ),
+            "ch12_poster_layers_summary": "holds in our model too",
+        }
+    if not changed.any():
+        return {
+            "ch12_poster_layers": (
+                f"no layer's shuffling changes it beyond noise once the {n_tests} tests of this "
+                f"sweep are corrected for (Holm's method at 5%); the first layer's change is "
+                f"{first_words}. The poster's one positive claim, that the first layer matters, "
+                "is therefore not reproduced, and its other layers' \"no change\" holds only in "
+                "the weak sense that our test detects nothing there either"
+            ),
+            "ch12_poster_layers_summary": (
+                "is not borne out: no single layer's shuffling changes our accuracy beyond noise, "
+                "the first layer's included"
+            ),
+        }
+    named = listed(others) if others else "no other layer"
+    return {
+        "ch12_poster_layers": (
+            f"the first layer's shuffling {'changes' if changed[0] else 'does not change'} it beyond "
+            f"noise ({first_words}), and {named} {'changes' if len(others) == 1 else 'change'} it "
+            f"too, after Holm's correction for the {n_tests} tests of this sweep, so the poster's "
+            "reading does not hold in our model"
+        ),
+        "ch12_poster_layers_summary": "does not hold in our model",
+    }
+
+
+def _drop_interval(perm) -> tuple[float, float]:
+    """The 95% interval, in points, of the accuracy drop with every head permuted (normal, from
+    the paired per-sentence standard error)."""
+    every = _scope(perm, "all").iloc[0]
+    half = 1.959964 * float(every.change_se)
+    drop = -float(every.accuracy_change)
+    return 100 * (drop - half), 100 * (drop + half)
 
 
 def permutation_beside_poster(perm, poster) -> pd.DataFrame:
@@ -65,17 +133,21 @@ def permutation_beside_poster(perm, poster) -> pd.DataFrame:
 
     ``perm``: :func:`attnlib.head_perturbation.permute_heads`' result; ``poster``:
     :data:`attnlib.published.POSTER_ACCURACY` (percentages, with ``original`` and ``shuffled``).
+    Rows original, every head permuted, drop (points); ours carries the drop's 95% interval.
     """
     every = _scope(perm, "all").iloc[0]
+    low, high = _drop_interval(perm)
     return pd.DataFrame(
         {
-            "accuracy": [perm.base_accuracy, every.accuracy],
+            "ours": [f"{perm.base_accuracy:.3f}", f"{float(every.accuracy):.3f}",
+                     f"{-100 * float(every.accuracy_change):.1f} [{low:.1f}, {high:.1f}]"],
             "poster (IMDB, their model)": [
-                poster["original"].value / 100,
-                poster["shuffled"].value / 100,
+                f"{poster['original'].value / 100:.3f}",
+                f"{poster['shuffled'].value / 100:.3f}",
+                f"{poster['original'].value - poster['shuffled'].value:.2f}",
             ],
         },
-        index=["original", "every head permuted"],
+        index=["accuracy, original", "accuracy, every head permuted", "drop in points (95% interval)"],
     )
 
 
@@ -86,13 +158,15 @@ def permutation(perm, by_layer: pd.DataFrame, poster, *, layers: int, heads: int
     :func:`permutation_by_layer`'s table; ``poster``: :data:`attnlib.published.POSTER_ACCURACY`;
     ``layers``, ``heads``: the model's layers and heads per layer.
     """
-    require_columns(by_layer, ("changed", "agrees"), "by_layer")
+    require_columns(by_layer, ("changed (Holm)", "agrees", "accuracy change", "2 s.e."), "by_layer")
     every = _scope(perm, "all").iloc[0]
-    head_rows = _scope(perm, "head")
-    n_heads_changed = int((head_rows.accuracy_change.abs() > 2 * head_rows.change_se).sum())
-    changed_layers = [i for i, c in enumerate(by_layer["changed"]) if c]
+    table = tested(perm)
+    head_rows = table[table.scope == "head"]
+    n_heads_changed = int(head_rows["changed"].sum())
+    changed_layers = [i for i, c in enumerate(by_layer["changed (Holm)"]) if c]
     poster_drop = poster["original"].value - poster["shuffled"].value
     drop_pts = 100 * float(-every.accuracy_change)
+    drop_low, drop_high = _drop_interval(perm)
     return {
         "ch12_n_perm_sentences": perm.n_instances,
         "ch12_n_perm": perm.n_permutations,
@@ -116,38 +190,103 @@ def permutation(perm, by_layer: pd.DataFrame, poster, *, layers: int, heads: int
         ),
         "ch12_agree": int(by_layer["agrees"].sum()),
         "ch12_layers": layers,
+        "ch12_n_tests": len(table),
+        **_poster_layers(by_layer, len(table)),
         "ch12_poster_drop": poster_drop,
+        "ch12_all_drop_ci": f"{drop_low:.1f} to {drop_high:.1f}",
         "ch12_drop_vs_poster": (
             "larger than"
-            if drop_pts > poster_drop + 2
-            else ("smaller than" if drop_pts < poster_drop - 2 else "about the same as")
+            if drop_low > poster_drop
+            else ("smaller than" if drop_high < poster_drop else "within noise of")
         ),
     }
 
 
+def _site_name(layer: int, head: int) -> str:
+    return f"layer {layer}, head {head}"
+
+
+def _very(adv: pd.DataFrame, sites, threshold: float) -> dict:
+    """Per head searched, in ``sites`` order: (all rows, [CLS] row) indicators of JSD >= threshold,
+    one per sentence, the sentences in one order for every head (so heads pair)."""
+    require_columns(adv, ("layer", "head", "instance", "eps_max_jsd", "cls_jsd"), "adv")
+    if not len(sites):
+        raise ValueError("sites must name at least one head")
+    out, instances = {}, None
+    for site in sites:
+        rows = adv[(adv["layer"] == site.layer) & (adv["head"] == site.head)].sort_values("instance")
+        if not len(rows):
+            raise ValueError(f"adv has no rows for {site}")
+        if instances is not None and not np.array_equal(rows.instance.to_numpy(), instances):
+            raise ValueError("every head must be searched on the same sentences")
+        instances = rows.instance.to_numpy()
+        out[_site_name(site.layer, site.head)] = (
+            (rows.eps_max_jsd.to_numpy() >= threshold).astype(float),
+            (rows.cls_jsd.to_numpy() >= threshold).astype(float),
+        )
+    return out
+
+
+def adversary_shares(adv: pd.DataFrame, sites, *, threshold: float, seed: int = 0) -> pd.DataFrame:
+    """The share of sentences whose eps-max attention is at JSD >= ``threshold`` from the model's,
+    per head searched, with 95% bootstrap intervals over the sentences.
+
+    ``adv``: :func:`attnlib.head_perturbation.adversarial_heads`' frame; ``sites``: the heads
+    searched, bottom up. Rows ``layer l, head h``; columns ``all rows``, ``low``, ``high``,
+    ``[CLS] row``, ``[CLS] low``, ``[CLS] high``.
+    """
+    rows = {}
+    for name, (all_rows, cls) in _very(adv, sites, threshold).items():
+        a, c = uncertainty.bootstrap(np.stack([all_rows, cls], axis=1), seed=seed)
+        rows[name] = {"all rows": a.estimate, "low": a.low, "high": a.high,
+                      "[CLS] row": c.estimate, "[CLS] low": c.low, "[CLS] high": c.high}
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
 def adversary(
-    adv: pd.DataFrame, very: pd.DataFrame, sites, sst, *, threshold: float
+    adv: pd.DataFrame, sites, sst, *, threshold: float, eps: float, paper_eps: float, seed: int = 0
 ) -> dict[str, Any]:
     """The reading of J&W's adversary at one head per layer.
 
-    ``adv``: :func:`attnlib.head_perturbation.adversarial_heads`' frame; ``very``: the share of
-    sentences at or above the threshold per head searched (columns: all rows, [CLS] row; rows
-    in layer order); ``sites``: the heads searched, bottom up; ``sst``:
-    ``published.ADVERSARY_FRACTION["sst"]`` (J&W's two shares, by predicted class);
-    ``threshold``: the JSD counted as very different (Chapter 5's).
+    ``adv``: :func:`attnlib.head_perturbation.adversarial_heads`' frame, searched and selected
+    at ``eps``; ``sites``: the heads searched, bottom up (the same sentences at each); ``sst``:
+    ``published.ADVERSARY_FRACTION["sst"]`` (J&W's two shares, by predicted class), selected at
+    ``paper_eps``; ``threshold``: the JSD counted as very different (Chapter 5's). The shares
+    carry 95% bootstrap intervals, and the first and last layers' [CLS] rows are compared on
+    the same sentences.
     """
-    require_columns(adv, ("instance",), "adv")
-    if very.shape[1] != 2 or not len(very):
-        raise ValueError("very must have one row per head searched and two columns (all rows, [CLS])")
+    shares = adversary_shares(adv, sites, threshold=threshold, seed=seed)
+    very = _very(adv, sites, threshold)
+    first, last = very[shares.index[0]][1], very[shares.index[-1]][1]
+    gap = uncertainty.compare(last, first, paired=True, seed=seed)
+    cls_first, cls_last = shares.iloc[0], shares.iloc[-1]
+    stricter = paper_eps > eps
     return {
         "ch12_adv_n": int(adv.instance.nunique()),
         "ch12_threshold": threshold,
-        "ch12_adv_rows_min": float(very.iloc[:, 0].min()),
-        "ch12_adv_rows_max": float(very.iloc[:, 0].max()),
-        "ch12_adv_cls_first": float(very.iloc[0, 1]),
-        "ch12_adv_cls_last": float(very.iloc[-1, 1]),
+        "ch12_adv_eps": eps,
+        "ch12_adv_paper_eps": paper_eps,
+        "ch12_adv_rows_min": float(shares["all rows"].min()),
+        "ch12_adv_rows_max": float(shares["all rows"].max()),
+        "ch12_adv_rows_low": float(shares["low"].min()),
+        "ch12_adv_cls_first": float(cls_first["[CLS] row"]),
+        "ch12_adv_cls_last": float(cls_last["[CLS] row"]),
+        "ch12_adv_cls_first_ci": f"{cls_first['[CLS] low']:.0%} to {cls_first['[CLS] high']:.0%}",
+        "ch12_adv_cls_last_ci": f"{cls_last['[CLS] low']:.0%} to {cls_last['[CLS] high']:.0%}",
+        "ch12_adv_cls_gap": gap.says(
+            "more often in the last layer than in the first, beyond noise",
+            "less often in the last layer than in the first, beyond noise",
+            "as often in the last layer as in the first, within noise (the paired interval of "
+            f"the difference, {gap.difference.low:+.2f} to {gap.difference.high:+.2f}, contains 0)",
+        ),
         "ch12_adv_last_head": str(sites[-1]),
         "ch12_jw_sst": f"{sst[0].value:.2f} / {sst[1].value:.2f}",
+        "ch12_adv_eps_caveat": (
+            f"They were selected at ε = {paper_eps:g}, a looser budget than our {eps:g}: a larger "
+            "ε keeps every candidate a smaller one keeps, so at their ε our shares could only rise"
+            if stricter else
+            f"They were selected at ε = {paper_eps:g}, ours at {eps:g}"
+        ),
     }
 
 

@@ -1,0 +1,72 @@
+"""Experiments give the same bits on one thread as on two.
+
+``tools/execute_chapters.py --jobs N`` (and the README's test command) give each chapter's kernel
+cores / N threads, a reader's Colab kernel two, a laptop's more: the committed outputs must not
+depend on it. Training already runs on one thread (``attnlib.train.TRAIN_THREADS``); this checks
+inference at the book's model sizes, where torch splits the GEMMs and the LSTM across threads.
+"""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from attnlib.models import ModelConfig, TransformerConfig
+
+
+def _tokens(vocab: int, batch: int, length: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(4, vocab, (batch, length), generator=g)
+    ids[:, 0] = 2  # <SOS>
+    lengths = torch.randint(length // 2, length + 1, (batch,), generator=g)
+    ids[torch.arange(length)[None] >= lengths[:, None]] = 0  # padding
+    ids[torch.arange(batch), lengths - 1] = 3  # <EOS>
+    return ids
+
+
+def _on_threads(n: int, fn):
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        return fn()
+    finally:
+        torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("family", [
+    "transformer",
+    pytest.param("lstm", marks=pytest.mark.xfail(strict=True, reason=(
+        "known: ATen's CPU LSTM splits its work across threads, and its hidden states differ in "
+        "the last bit (about 6e-8) between one and two threads; see the tolerance test below"))),
+])
+def test_inference_is_the_same_on_one_and_two_threads(family):
+    torch.manual_seed(0)
+    vocab = 5000
+    if family == "transformer":
+        model = TransformerConfig(layers=4, heads=4, head_dim=32).build(vocab).eval()
+    else:
+        model = ModelConfig(encoder="lstm", attention="tanh").build(vocab).eval()
+    tokens = _tokens(vocab, 128, 40)
+
+    def run():
+        with torch.no_grad():
+            out = model(tokens)
+        return out.probs.clone(), out.attention.clone()
+
+    one, two = _on_threads(1, run), _on_threads(2, run)
+    assert torch.equal(one[0], two[0]) and torch.equal(one[1], two[1])
+
+
+def test_lstm_inference_on_one_and_two_threads_differs_only_in_the_last_bits():
+    torch.manual_seed(0)
+    vocab = 5000
+    model = ModelConfig(encoder="lstm", attention="tanh").build(vocab).eval()
+    tokens = _tokens(vocab, 128, 40)
+
+    def run():
+        with torch.no_grad():
+            out = model(tokens)
+        return out.probs.clone(), out.attention.clone()
+
+    one, two = _on_threads(1, run), _on_threads(2, run)
+    for a, b in zip(one, two):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-6)

@@ -48,7 +48,7 @@ def test_accuracy_and_mass_values():
     assert out["ch13_lstm_verdict"] == "keeps its accuracy"
     assert out["ch13_lstm_state"] == "at 0.740"
     assert out["ch13_tf_verdict"] == "loses accuracy"
-    assert len(out) == 2 + 12 + 6
+    assert len(out) == 2 + 12 + 6 + 1
 
 
 def test_accuracy_and_mass_other_branches():
@@ -137,3 +137,15 @@ def test_erasure_reading():
     assert len(out) == 8
     with pytest.raises(ValueError, match="never_flipped"):
         ch13.erasure(_removal().drop(columns="never_flipped"), top=TOP)
+
+
+def test_the_bilstm_is_compared_with_pruthi_at_the_same_lambda():
+    t = _table()
+    assert "no BiLSTM at λ = 0.1" in ch13.accuracy_and_mass(t, SUMMARY, top=TOP)["ch13_lstm_at_pruthi"]
+    rows = dict(zip(t.columns, (0.53, 0.02, 0.5)))
+    lost = pd.concat([t, pd.DataFrame([rows], index=[label("BiLSTM + tanh", 0.1)])])
+    words = ch13.accuracy_and_mass(lost, SUMMARY, top=TOP)["ch13_lstm_at_pruthi"]
+    assert words == "ours goes from 0.750 to 0.530 at λ = 0.1, so at the same λ both lose much of their accuracy"
+    kept = pd.concat([t, pd.DataFrame([dict(rows, accuracy=0.74)], index=[label("BiLSTM + tanh", 0.1)])])
+    assert "ours keeps its accuracy where theirs does not" in ch13.accuracy_and_mass(kept, SUMMARY, top=TOP)[
+        "ch13_lstm_at_pruthi"]

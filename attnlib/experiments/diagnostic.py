@@ -39,8 +39,8 @@ import pandas as pd
 from .. import published as _published
 from .._checks import check_seed
 from ..data import Dataset
-from ..models import AttentionClassifier, ModelConfig
-from ..train import TrainConfig, TrainedModel, predict, train_model, train_models
+from ..models import AttentionClassifier, ModelConfig, device_of
+from ..train import TrainConfig, TrainedModel, predict, train_model, train_models, training_threads
 
 __all__ = [
     "GUIDE_NAMES",
@@ -161,7 +161,8 @@ def guide_attention(guide, dataset: Dataset, *, batch_size: int = 256) -> dict[s
     ``guide`` is ``"uniform"`` (alpha_t = 1 / T over the T real tokens), a model trained on
     ``dataset`` (a :class:`~attnlib.train.TrainedModel` or an
     :class:`~attnlib.models.AttentionClassifier`), whose own attention alpha-hat is computed
-    in batches with :func:`attnlib.train.predict`, or attention computed elsewhere: a dict
+    in batches with :func:`attnlib.train.predict` on the training thread
+    (:func:`attnlib.train.training_threads`), or attention computed elsewhere: a dict
     with the same keys, returned as given (e.g. weights on the rationale tokens). Each array
     has one weight per real token (no SOS/EOS) and sums to 1 (checked when attached by
     :func:`guided_dataset`). Wiegreffe & Pinter 2019, Sec. 5.
@@ -183,7 +184,10 @@ def guide_attention(guide, dataset: Dataset, *, batch_size: int = 256) -> dict[s
     if isinstance(guide, Mapping):
         return {name: list(guide[name]) for name in _SPLITS}
     model = guide.model if isinstance(guide, TrainedModel) else guide
-    return {name: predict(model, dataset[name], batch_size=batch_size).attention for name in _SPLITS}
+    # the weights are the diagnostic model's training data: computed on the training thread, so
+    # that their last bits (and a near-chance diagnostic model's fate) depend on no thread count
+    with training_threads(device_of(model)):
+        return {name: predict(model, dataset[name], batch_size=batch_size).attention for name in _SPLITS}
 
 
 def guided_dataset(dataset: Dataset, guide, *, batch_size: int = 256) -> Dataset:

@@ -50,6 +50,20 @@ def accuracy_and_mass(table: pd.DataFrame, summary: pd.Series, *, top: float) ->
         for f, _ in FAMILIES
     }
     lstm_top_acc = float(table.loc[label("BiLSTM + tanh", top), "accuracy"])
+    lstm_rows = [i for i in table.index if str(i).startswith("BiLSTM + tanh, λ = ")]
+    lstm_lams = sorted(float(str(i).rsplit("= ", 1)[1]) for i in lstm_rows)
+    pruthi_lam = 0.1  # where Pruthi et al.'s BiLSTM already lost its accuracy
+    at = [lam for lam in lstm_lams if abs(lam - pruthi_lam) < 1e-12]
+    if at:
+        acc_at = float(table.loc[label("BiLSTM + tanh", at[0]), "accuracy"])
+        lost = float(table.loc[label("BiLSTM + tanh", 0.0), "accuracy"]) - acc_at >= 0.03
+        out["ch13_lstm_at_pruthi"] = (
+            f"ours goes from {out['ch13_lstm_0_acc']:.3f} to {acc_at:.3f} at λ = {pruthi_lam:g}, "
+            + ("so at the same λ both lose much of their accuracy"
+               if lost else "so at the same λ ours keeps its accuracy where theirs does not")
+        )
+    else:
+        out["ch13_lstm_at_pruthi"] = f"we trained no BiLSTM at λ = {pruthi_lam:g} in this profile"
     out.update(
         {
             "ch13_lstm_drop": drop["BiLSTM + tanh"],

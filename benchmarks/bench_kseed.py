@@ -1,0 +1,45 @@
+"""K training seeds of one recipe against one: what the seeds of "Honest numbers" cost.
+
+    .venv/bin/python benchmarks/run.py k-seeds
+
+Workload: J&W's BiLSTM + tanh on rt-polarity, one epoch, without the cache: seed 0 alone, then
+seeds 0..K-1 (K = 5) through :func:`attnlib.train.train_models`, which trains as many at once as
+attnlib gives torch threads (each model on one thread, so every seed is the model it would be
+alone; checked for seed 0). Target (issue "A book that computes in half the time"): K seeds
+cost <= 1.5x one seed. On 2 cores, training seeds side by side gives at most 2x of the K x
+serial cost back, about K / 2 = 2.5x one seed: the target needs the K seeds batched into one
+tensor program (stacked weights), which attnlib does not do yet. This benchmark prints where
+the book stands.
+"""
+from __future__ import annotations
+
+import time
+
+import torch
+
+K = 5
+TARGET = 1.5
+
+
+def bench_k_seeds(k: int = K) -> dict:
+    from attnlib import data, train
+
+    ds = data.load_dataset("rt-polarity", seed=0)
+    spec = dict(dataset=ds, encoder="lstm", attention="tanh", epochs=1, use_cache=False, progress=False)
+    start = time.perf_counter()
+    alone = train.train_model(seed=0, **spec)
+    one = time.perf_counter() - start
+    start = time.perf_counter()
+    together = train.train_models([dict(seed=s, **spec) for s in range(k)], progress=False)
+    many = time.perf_counter() - start
+    sa, sb = alone.model.state_dict(), together[0].model.state_dict()
+    if not all(torch.equal(sa[name], sb[name]) for name in sa):
+        raise AssertionError("seed 0 trained beside other seeds differs from seed 0 trained alone")
+    ratio = many / one
+    print(f"BiLSTM on rt-polarity, 1 epoch: 1 seed {one:.1f} s, {k} seeds {many:.1f} s on "
+          f"{train.training_slots()} thread(s): {ratio:.2f}x one seed "
+          f"(target <= {TARGET}x: {'met' if ratio <= TARGET else 'NOT met'}); seed 0 identical either way")
+    return {"one_s": one, "k_s": many, "k": k, "ratio": ratio, "target": TARGET}
+
+
+BENCHMARKS = {"k-seeds": bench_k_seeds}

@@ -23,6 +23,17 @@ def _tokens(vocab: int, batch: int, length: int) -> torch.Tensor:
     return ids
 
 
+def _outputs_on_one_and_two_threads(model, tokens):
+    """((probs, attention) on one thread, the same on two threads)."""
+
+    def run():
+        with torch.no_grad():
+            out = model(tokens)
+        return out.probs.clone(), out.attention.clone()
+
+    return _on_threads(1, run), _on_threads(2, run)
+
+
 def _on_threads(n: int, fn):
     before = torch.get_num_threads()
     torch.set_num_threads(n)
@@ -45,14 +56,7 @@ def test_inference_is_the_same_on_one_and_two_threads(family):
         model = TransformerConfig(layers=4, heads=4, head_dim=32).build(vocab).eval()
     else:
         model = ModelConfig(encoder="lstm", attention="tanh").build(vocab).eval()
-    tokens = _tokens(vocab, 128, 40)
-
-    def run():
-        with torch.no_grad():
-            out = model(tokens)
-        return out.probs.clone(), out.attention.clone()
-
-    one, two = _on_threads(1, run), _on_threads(2, run)
+    one, two = _outputs_on_one_and_two_threads(model, _tokens(vocab, 128, 40))
     assert torch.equal(one[0], two[0]) and torch.equal(one[1], two[1])
 
 
@@ -60,13 +64,6 @@ def test_lstm_inference_on_one_and_two_threads_differs_only_in_the_last_bits():
     torch.manual_seed(0)
     vocab = 5000
     model = ModelConfig(encoder="lstm", attention="tanh").build(vocab).eval()
-    tokens = _tokens(vocab, 128, 40)
-
-    def run():
-        with torch.no_grad():
-            out = model(tokens)
-        return out.probs.clone(), out.attention.clone()
-
-    one, two = _on_threads(1, run), _on_threads(2, run)
+    one, two = _outputs_on_one_and_two_threads(model, _tokens(vocab, 128, 40))
     for a, b in zip(one, two):
         torch.testing.assert_close(a, b, rtol=0, atol=1e-6)

@@ -225,12 +225,15 @@ def _pairs():
 def test_versus_paper_glues_ours_and_skips_missing_paper_figures():
     out = ch03.versus_paper(*_pairs())
     assert out["ch03_lstm_g"] == "0.30 / 0.35"
-    assert out["ch03_lstm_g_vs"] == "below on both predicted classes"
-    assert out["ch03_lstm_g_auth_vs"] == "below on both predicted classes"
+    # se 0.02 / 0.02: 0.30 vs 0.40 is below beyond noise, 0.35 vs 0.38 within it
+    assert out["ch03_lstm_g_vs"] == "below on sentences predicted negative and within noise on those predicted positive"
+    assert out["ch03_lstm_g_auth_vs"] == "below on sentences predicted negative and within noise on those predicted positive"
     assert (
         out["ch03_lstm_l_auth_vs"]
-        == "below on sentences predicted negative and above on those predicted positive"
+        == "within noise on sentences predicted negative and above on those predicted positive"
     )
+    assert out["ch03_lstm_g_ci"] == "[0.26, 0.34] / [0.31, 0.39]"
+    assert out["ch03_lstm_g_sig_vs"] == "within noise on both predicted classes"  # binomial se on 100 and 25
     assert out["ch03_lstm_g_sd"] == "0.20 / 0.10" and out["ch03_lstm_g_sig"] == "0.60 / 0.50"
     assert out["ch03_imdb_avg_g_vs"] == "above on both predicted classes"
     assert "ch03_avg_g_auth_vs" not in out  # the authors' outputs are NaN there
@@ -257,7 +260,9 @@ def test_paper_table_has_ours_beside_the_paper_in_the_order_of_ours():
     assert list(table.index.get_level_values("dataset").unique()) == ["rt-polarity", "imdb"]
     assert table.loc[("rt-polarity", "lstm+tanh", 0), "tau_g ours"] == 0.30
     assert table.loc[("rt-polarity", "lstm+tanh", 1), "tau_g paper (authors' outputs)"] == 0.36
-    assert table.columns[:3].tolist() == ["tau_g ours", "tau_g paper", "tau_g paper (authors' outputs)"]
+    assert table.columns[:4].tolist() == ["tau_g ours", "tau_g ours, 95% interval", "tau_g paper",
+                                          "tau_g paper (authors' outputs)"]
+    assert table.loc[("rt-polarity", "lstm+tanh", 0), "tau_g ours, 95% interval"] == "[0.26, 0.34]"
     with pytest.raises(ValueError, match="no paper frame"):
         ch03.paper_table(ours, {})
 
@@ -279,3 +284,10 @@ def test_class_gap_sample_sizes_and_first_token():
     assert ch03.first_token(attention) == {"ch03_first": 0.5}
     with pytest.raises(ValueError, match="empty"):
         ch03.first_token([])
+
+
+@given(st.floats(-1, 1), st.floats(-1, 1), st.floats(0.001, 0.2))
+def test_versus_with_an_se_says_within_noise_exactly_inside_the_interval(ours, ref, se):
+    words = ch03.versus([ours, ours], [ref, ref], [se, se])
+    inside = abs(ours - ref) <= 1.959964 * se
+    assert words == ("within noise" if inside else "above" if ours > ref else "below") + " on both predicted classes"

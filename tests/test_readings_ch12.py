@@ -141,10 +141,11 @@ def test_adversary_shares_with_intervals():
     adv = _adv([1, 0, 0, 0, 1], [1, 0, 0, 0, 0], [1, 1, 1, 0, 1], [0, 0, 0, 0, 0])
     t = ch12.adversary_shares(adv, SITES, threshold=0.49)
     assert list(t.index) == ["layer 0, head 1", "layer 1, head 0"]
-    assert t["all rows"].tolist() == pytest.approx([0.4, 0.8])
-    assert t["[CLS] row"].tolist() == pytest.approx([0.2, 0.0])
-    assert (t["low"] <= t["all rows"]).all() and (t["all rows"] <= t["high"]).all()
-    assert t.loc["layer 1, head 0", "[CLS] low"] == 0 and t.loc["layer 1, head 0", "[CLS] high"] == 0
+    rows, cls = "share ≥ 0.49, all rows", "share ≥ 0.49, [CLS] row"
+    assert t[rows].tolist() == pytest.approx([0.4, 0.8])
+    assert t[cls].tolist() == pytest.approx([0.2, 0.0])
+    assert (t["95% low"] <= t[rows]).all() and (t[rows] <= t["95% high"]).all()
+    assert t.loc["layer 1, head 0", "[CLS] 95% low"] == 0 and t.loc["layer 1, head 0", "[CLS] 95% high"] == 0
 
 
 def test_adversary_reading():
@@ -156,6 +157,7 @@ def test_adversary_reading():
     assert out["ch12_adv_n"] == n and out["ch12_threshold"] == 0.49
     assert out["ch12_adv_cls_first"] == out["ch12_adv_cls_last"] == same.mean()
     assert out["ch12_adv_cls_gap"].startswith("as often in the last layer as in the first, within noise")
+    assert "difference, 0.00 to 0.00, contains 0" in out["ch12_adv_cls_gap"]  # no "+0.00" or "-0.00"
     assert out["ch12_adv_last_head"] == str(Site(1, 0)) and out["ch12_jw_sst"] == "0.50 / 0.54"
     assert "could only rise" in out["ch12_adv_eps_caveat"]
     assert "ch12_adv_cls_first_ci" in out and out["ch12_adv_rows_low"] <= out["ch12_adv_rows_min"]
@@ -255,3 +257,4 @@ def test_keys_reading():
     assert none_kept["ch12_keys_kept_jsd"] == 0.0 and none_kept["ch12_keys_kept_layer"] == -1
     with pytest.raises(ValueError, match="jsd"):
         ch12.keys(keys.drop(columns="jsd"))
+

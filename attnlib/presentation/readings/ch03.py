@@ -28,6 +28,7 @@ __all__ = [
     "synthetic_tau",
     "versus",
     "versus_paper",
+    "interval_text",
     "yardstick",
 ]
 
@@ -195,6 +196,13 @@ def synthetic_tau(table: pd.DataFrame) -> dict[str, Any]:
     }
 
 
+def _interval_cell(frame: pd.DataFrame, column: str, c) -> str:
+    if "n" not in frame:
+        return "n/a"
+    mean, se = float(frame.loc[c, column]), _se(frame, column, c)
+    return "n/a" if not np.isfinite(se) else f"[{mean - _Z95 * se:.2f}, {mean + _Z95 * se:.2f}]"
+
+
 def paper_table(
     ours: Mapping[tuple[str, str], pd.DataFrame], paper: Mapping[tuple[str, str], pd.DataFrame]
 ) -> pd.DataFrame:
@@ -213,9 +221,11 @@ def paper_table(
         rows[(name, f"{encoder}+tanh")] = pd.DataFrame(
             {
                 "tau_g ours": o["tau_g mean"],
+                "tau_g ours, 95% interval": [_interval_cell(o, "tau_g mean", c) for c in o.index],
                 "tau_g paper": p["tau_g mean"],
                 "tau_g paper (authors' outputs)": p["tau_g mean (authors' outputs)"],
                 "tau_loo ours": o["tau_loo mean"],
+                "tau_loo ours, 95% interval": [_interval_cell(o, "tau_loo mean", c) for c in o.index],
                 "tau_loo paper": p["tau_loo mean"],
                 "tau_loo paper (authors' outputs)": p["tau_loo mean (authors' outputs)"],
                 "sig. frac. tau_g ours": o["tau_g sig. frac."],
@@ -229,21 +239,52 @@ def paper_table(
     return pd.concat(rows, names=["dataset", "model"])
 
 
-def _side(o: float, r: float) -> str:
+#: the normal quantile of a 95% interval (mean +- Z x se)
+_Z95 = 1.959964
+
+
+def _side(o: float, r: float, se: float | None = None) -> str:
+    if se is not None and np.isfinite(se):
+        if abs(o - r) <= _Z95 * se:
+            return "within noise"
+        return "above" if o > r else "below"
     o = round(o, 2)
     return "above" if o > r else "below" if o < r else "equal"
 
 
-def versus(ours: Sequence[float], ref: Sequence[float]) -> str:
-    """Ours (rounded to 2 decimals) against a reference, per predicted class, in words:
-    "above on both predicted classes", or "above on sentences predicted negative and below on
-    those predicted positive". ``ours``, ``ref``: the two classes' values."""
-    if len(ours) != 2 or len(ref) != 2:
+def versus(ours: Sequence[float], ref: Sequence[float], se: Sequence[float] | None = None) -> str:
+    """Ours against a reference, per predicted class, in words: "above on both predicted
+    classes", or "within noise on sentences predicted negative and below on those predicted
+    positive". ``ours``, ``ref``: the two classes' values. ``se``: our standard errors: a class
+    is "above" or "below" only when the reference lies outside ours +- 1.96 se (a 95% normal
+    interval), else "within noise"; without ``se``, ours rounded to 2 decimals is compared."""
+    if len(ours) != 2 or len(ref) != 2 or (se is not None and len(se) != 2):
         raise ValueError(f"need one value per predicted class, got {list(ours)}, {list(ref)}")
-    s = [_side(o, r) for o, r in zip(ours, ref)]
+    s = [_side(o, r, None if se is None else e) for o, r, e in zip(ours, ref, se if se is not None else (None, None))]
     if s[0] == s[1]:
         return f"{s[0]} on both predicted classes"
     return f"{s[0]} on sentences predicted negative and {s[1]} on those predicted positive"
+
+
+def _se(frame: pd.DataFrame, column: str, c: int) -> float:
+    """The standard error of a class's mean tau (population sd / sqrt(n)) or of its Sig. Frac.
+    (a binomial share: sqrt(p (1 - p) / n))."""
+    n = float(frame.loc[c, "n"])
+    if n < 2:
+        return float("nan")
+    if column.endswith("sig. frac."):
+        share = float(frame.loc[c, column])
+        return float(np.sqrt(share * (1 - share) / n))
+    return float(frame.loc[c, column.replace(" mean", " sd")]) / float(np.sqrt(n))
+
+
+def interval_text(frame: pd.DataFrame, column: str) -> str:
+    """Our two classes' 95% intervals, "[0.33, 0.41] / [0.27, 0.35]" (mean +- 1.96 se)."""
+    parts = []
+    for c in (0, 1):
+        mean, se = float(frame.loc[c, column]), _se(frame, column, c)
+        parts.append(f"[{mean - _Z95 * se:.2f}, {mean + _Z95 * se:.2f}]")
+    return " / ".join(parts)
 
 
 def versus_paper(
@@ -251,9 +292,11 @@ def versus_paper(
 ) -> dict[str, Any]:
     """Reads "Reading the comparison"'s bullets: our τ, sd and Sig. Frac. beside the paper's.
 
-    ``ours``, ``paper``: (dataset, encoder) -> agreement frame / ``paper_tau`` frame, for
-    rt-polarity's lstm and average and IMDB's average. A comparison whose paper figure is
-    missing (NaN) is not glued.
+    ``ours``, ``paper``: (dataset, encoder) -> agreement frame (with ``n``) / ``paper_tau``
+    frame, for rt-polarity's lstm and average and IMDB's average. Means and Sig. Fracs are
+    compared against our 95% interval (:func:`versus` with standard errors); an sd, which has
+    no such interval here, by rounding. A comparison whose paper figure is missing (NaN) is not
+    glued.
     """
     out: dict[str, Any] = {}
     for key, pair in _PAIRS.items():
@@ -263,11 +306,14 @@ def versus_paper(
         for col, short in _COLUMNS:
             o = [float(o_frame.loc[c, col]) for c in (0, 1)]
             out[f"ch03_{key}_{short}"] = _pair(o)
+            se = None if col.endswith(" sd") or "n" not in o_frame else [_se(o_frame, col, c) for c in (0, 1)]
+            if se is not None:
+                out[f"ch03_{key}_{short}_ci"] = interval_text(o_frame, col)
             for pcol, suffix in ((col, "_vs"), (col + " (authors' outputs)", "_auth_vs")):
                 if pcol in p_frame:
                     p = [float(p_frame.loc[c, pcol]) for c in (0, 1)]
                     if not any(np.isnan(p)):
-                        out[f"ch03_{key}_{short}{suffix}"] = versus(o, p)
+                        out[f"ch03_{key}_{short}{suffix}"] = versus(o, p, se)
     return out
 
 

@@ -27,6 +27,7 @@ __all__ = [
     "keys",
     "MASKED",
     "IMPORTANCE",
+
 ]
 
 #: The book's masking grids, by title: the accuracy change of each masked head and its importance.
@@ -202,6 +203,11 @@ def permutation(perm, by_layer: pd.DataFrame, poster, *, layers: int, heads: int
     }
 
 
+def _signed(x: float) -> str:
+    """``+0.12``, ``-0.50``, and ``0.00`` for anything that rounds to zero."""
+    return "0.00" if round(x, 2) == 0 else f"{x:+.2f}"
+
+
 def _site_name(layer: int, head: int) -> str:
     return f"layer {layer}, head {head}"
 
@@ -232,15 +238,17 @@ def adversary_shares(adv: pd.DataFrame, sites, *, threshold: float, seed: int = 
     per head searched, with 95% bootstrap intervals over the sentences.
 
     ``adv``: :func:`attnlib.head_perturbation.adversarial_heads`' frame; ``sites``: the heads
-    searched, bottom up. Rows ``layer l, head h``; columns ``all rows``, ``low``, ``high``,
-    ``[CLS] row``, ``[CLS] low``, ``[CLS] high``.
+    searched, bottom up. Rows ``layer l, head h``; columns ``share ≥ {threshold}, all rows``,
+    ``95% low``, ``95% high``, ``share ≥ {threshold}, [CLS] row``, ``[CLS] 95% low``,
+    ``[CLS] 95% high`` (in that order).
     """
     rows = {}
     for name, (all_rows, cls) in _very(adv, sites, threshold).items():
         a, c = uncertainty.bootstrap(np.stack([all_rows, cls], axis=1), seed=seed)
-        rows[name] = {"all rows": a.estimate, "low": a.low, "high": a.high,
-                      "[CLS] row": c.estimate, "[CLS] low": c.low, "[CLS] high": c.high}
-    return pd.DataFrame.from_dict(rows, orient="index")
+        rows[name] = [a.estimate, a.low, a.high, c.estimate, c.low, c.high]
+    columns = [f"share ≥ {threshold:g}, all rows", "95% low", "95% high",
+               f"share ≥ {threshold:g}, [CLS] row", "[CLS] 95% low", "[CLS] 95% high"]
+    return pd.DataFrame.from_dict(rows, orient="index", columns=columns)
 
 
 def adversary(
@@ -266,18 +274,18 @@ def adversary(
         "ch12_threshold": threshold,
         "ch12_adv_eps": eps,
         "ch12_adv_paper_eps": paper_eps,
-        "ch12_adv_rows_min": float(shares["all rows"].min()),
-        "ch12_adv_rows_max": float(shares["all rows"].max()),
-        "ch12_adv_rows_low": float(shares["low"].min()),
-        "ch12_adv_cls_first": float(cls_first["[CLS] row"]),
-        "ch12_adv_cls_last": float(cls_last["[CLS] row"]),
-        "ch12_adv_cls_first_ci": f"{cls_first['[CLS] low']:.0%} to {cls_first['[CLS] high']:.0%}",
-        "ch12_adv_cls_last_ci": f"{cls_last['[CLS] low']:.0%} to {cls_last['[CLS] high']:.0%}",
+        "ch12_adv_rows_min": float(shares.iloc[:, 0].min()),
+        "ch12_adv_rows_max": float(shares.iloc[:, 0].max()),
+        "ch12_adv_rows_low": float(shares.iloc[:, 1].min()),
+        "ch12_adv_cls_first": float(cls_first.iloc[3]),
+        "ch12_adv_cls_last": float(cls_last.iloc[3]),
+        "ch12_adv_cls_first_ci": f"{cls_first.iloc[4]:.0%} to {cls_first.iloc[5]:.0%}",
+        "ch12_adv_cls_last_ci": f"{cls_last.iloc[4]:.0%} to {cls_last.iloc[5]:.0%}",
         "ch12_adv_cls_gap": gap.says(
             "more often in the last layer than in the first, beyond noise",
             "less often in the last layer than in the first, beyond noise",
             "as often in the last layer as in the first, within noise (the paired interval of "
-            f"the difference, {gap.difference.low:+.2f} to {gap.difference.high:+.2f}, contains 0)",
+            f"the difference, {_signed(gap.difference.low)} to {_signed(gap.difference.high)}, contains 0)",
         ),
         "ch12_adv_last_head": str(sites[-1]),
         "ch12_jw_sst": f"{sst[0].value:.2f} / {sst[1].value:.2f}",

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["Interval", "Comparison", "RankedTable", "bootstrap", "compare", "rank", "ranks_from_wins", "rank_columns", "seed_interval",
-           "normal_p", "holm", "welch", "LEVEL", "RESAMPLES", "WITHIN_NOISE"]
+           "normal_p", "normal_interval", "holm", "welch", "LEVEL", "RESAMPLES", "WITHIN_NOISE"]
 
 #: the confidence level of every interval in the book
 LEVEL = 0.95
@@ -383,6 +383,17 @@ def normal_p(change, se) -> np.ndarray:
         z = np.abs(change) / se
     p = np.where(np.isfinite(z) & (se > 0), 2 * stats.norm.sf(z), np.nan)
     return np.where(change == 0, 1.0, p)
+
+
+def normal_interval(estimate: float, se: float, n: int, *, level: float = LEVEL) -> Interval:
+    """``estimate`` +- z x ``se``, the normal interval at ``level`` (z = 1.96 at 95%), for a mean
+    known by its standard error only (a table of mean, sd and n). A NaN ``se`` gives NaN ends."""
+    from scipy import stats
+
+    if not isinstance(level, numbers.Real) or not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), e.g. 0.95, got {level!r}")
+    half = float(stats.norm.ppf(0.5 + level / 2)) * float(se)
+    return Interval(float(estimate), float(estimate) - half, float(estimate) + half, int(n), level, method="normal")
 
 
 def holm(p_values, *, alpha: float = 0.05) -> np.ndarray:

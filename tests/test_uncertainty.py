@@ -247,3 +247,12 @@ def test_welch_ties_and_refusals():
         args = dict(mean_a=0.7, sd_a=0.01, n_a=3, mean_b=0.6, sd_b=0.01, n_b=3) | bad
         with pytest.raises(ValueError):
             U.welch(**args)
+
+
+def test_normal_interval_is_the_estimate_plus_minus_z_se():
+    iv = U.normal_interval(0.5, 0.1, 30)
+    assert iv.low == pytest.approx(0.5 - 0.1959964, abs=1e-6) and iv.high == pytest.approx(0.5 + 0.1959964, abs=1e-6)
+    assert U.normal_interval(0.5, 0.1, 30, level=0.9).half_width == pytest.approx(0.1 * scipy.stats.norm.ppf(0.95))
+    assert U.normal_interval(0.2, 0.1, 30).relation_to(0.5) == "below"
+    with pytest.raises(ValueError):
+        U.normal_interval(0.5, 0.1, 30, level=1.5)

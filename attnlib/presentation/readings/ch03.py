@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ... import uncertainty
+
 __all__ = [
     "CLASS",
     "class_gap",
@@ -197,10 +199,14 @@ def synthetic_tau(table: pd.DataFrame) -> dict[str, Any]:
 
 
 def _interval_cell(frame: pd.DataFrame, column: str, c) -> str:
+    """Our 95% interval of a class's mean (or Sig. Frac.), "[0.33, 0.41]"; "n/a" without n >= 2."""
     if "n" not in frame:
         return "n/a"
-    mean, se = float(frame.loc[c, column]), _se(frame, column, c)
-    return "n/a" if not np.isfinite(se) else f"[{mean - _Z95 * se:.2f}, {mean + _Z95 * se:.2f}]"
+    se = _se(frame, column, c)
+    if not np.isfinite(se):
+        return "n/a"
+    iv = uncertainty.normal_interval(float(frame.loc[c, column]), se, int(frame.loc[c, "n"]))
+    return f"[{iv.low:.2f}, {iv.high:.2f}]"
 
 
 def paper_table(
@@ -239,15 +245,10 @@ def paper_table(
     return pd.concat(rows, names=["dataset", "model"])
 
 
-#: the normal quantile of a 95% interval (mean +- Z x se)
-_Z95 = 1.959964
-
-
 def _side(o: float, r: float, se: float | None = None) -> str:
     if se is not None and np.isfinite(se):
-        if abs(o - r) <= _Z95 * se:
-            return "within noise"
-        return "above" if o > r else "below"
+        relation = uncertainty.normal_interval(o, se, 2).relation_to(r)  # our interval against the reference
+        return relation if relation in ("above", "below") else "within noise"
     o = round(o, 2)
     return "above" if o > r else "below" if o < r else "equal"
 
@@ -280,11 +281,7 @@ def _se(frame: pd.DataFrame, column: str, c: int) -> float:
 
 def interval_text(frame: pd.DataFrame, column: str) -> str:
     """Our two classes' 95% intervals, "[0.33, 0.41] / [0.27, 0.35]" (mean +- 1.96 se)."""
-    parts = []
-    for c in (0, 1):
-        mean, se = float(frame.loc[c, column]), _se(frame, column, c)
-        parts.append(f"[{mean - _Z95 * se:.2f}, {mean + _Z95 * se:.2f}]")
-    return " / ".join(parts)
+    return " / ".join(_interval_cell(frame, column, c) for c in (0, 1))
 
 
 def versus_paper(

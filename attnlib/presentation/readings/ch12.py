@@ -124,9 +124,8 @@ def _drop_interval(perm) -> tuple[float, float]:
     """The 95% interval, in points, of the accuracy drop with every head permuted (normal, from
     the paired per-sentence standard error)."""
     every = _scope(perm, "all").iloc[0]
-    half = 1.959964 * float(every.change_se)
-    drop = -float(every.accuracy_change)
-    return 100 * (drop - half), 100 * (drop + half)
+    iv = uncertainty.normal_interval(-float(every.accuracy_change), float(every.change_se), int(perm.n_instances))
+    return 100 * iv.low, 100 * iv.high
 
 
 def permutation_beside_poster(perm, poster) -> pd.DataFrame:

@@ -68,6 +68,11 @@ ADVERSARY_LAMBDA = _published.DIAGNOSTIC_ADVERSARY_LAMBDA
 _TABLE3 = _published.DIAGNOSTIC_SOURCE
 
 
+def _lambdas(frame):
+    """A sweep frame's lambdas, aligned with its rows: its ``lambda`` column, or its index."""
+    return frame["lambda"] if "lambda" in frame.columns else pd.Series(frame.index, index=frame.index)
+
+
 def table4_pick(frame, *, threshold: float = _published.JSD_DIFFERENT_WP):
     """W&P's Table 4 rule: the lambda of the adversary with the smallest mean output TVD among
     those whose mean attention JSD from the base is above ``threshold`` (0.4), or None when no
@@ -81,7 +86,7 @@ def table4_pick(frame, *, threshold: float = _published.JSD_DIFFERENT_WP):
     """
     if not isinstance(frame, pd.DataFrame) or not {"mean_jsd", "mean_tvd"} <= set(frame.columns):
         raise ValueError("frame must be a lambda sweep's frame, with mean_jsd and mean_tvd columns")
-    lams = frame["lambda"] if "lambda" in frame.columns else pd.Series(frame.index, index=frame.index)
+    lams = _lambdas(frame)
     candidates = frame[frame["mean_jsd"].astype(float) > threshold]
     if candidates.empty:
         return None
@@ -99,8 +104,7 @@ def guide_adversary(sweep):
     frame = getattr(sweep, "frame", None)
     lam = table4_pick(frame)
     if lam is None:
-        lams = frame["lambda"] if "lambda" in frame.columns else pd.Series(frame.index, index=frame.index)
-        lam = float(lams[frame["mean_jsd"].astype(float).idxmax()])
+        lam = float(_lambdas(frame)[frame["mean_jsd"].astype(float).idxmax()])
         warnings.warn(f"no adversary of the sweep reaches a mean JSD above {_published.JSD_DIFFERENT_WP}; "
                       f"the guide is the one with the largest, lambda = {lam:g}", stacklevel=2)
     return lam, sweep[lam]

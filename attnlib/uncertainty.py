@@ -9,6 +9,11 @@ share, a flip fraction, an accuracy) is a mean over sentences, and the sentences
 * :func:`compare` -- two such means, on the same sentences (paired) or on two groups
   (independent): the interval of their *difference*, and a verdict, ``"higher"``, ``"lower"`` or
   ``"within noise"`` (the interval of the difference contains 0);
+* :func:`f1` and :func:`compare_f1` -- F1, which is not a mean over sentences but a ratio of two
+  (2 TP / (2 TP + FP + FN)): the same bootstrap resamples the sentences and recomputes the ratio,
+  for one model or for the paired difference of two models on the same sentences;
+* :func:`proportion` -- a share k of n (an accuracy kept only as a count): Wilson's score
+  interval, for results whose per-instance values were not kept;
 * :func:`rank` -- several explanations scored on the same sentences: rank = 1 + the number of
   others that are higher beyond noise, so methods that noise cannot order share a rank;
 * :func:`seed_interval` -- where the *model* is the unit (a few training seeds), Student's t
@@ -35,7 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Interval", "Comparison", "RankedTable", "bootstrap", "compare", "rank", "ranks_from_wins", "rank_columns", "seed_interval",
+__all__ = ["Interval", "Comparison", "RankedTable", "bootstrap", "compare", "f1", "compare_f1", "proportion", "rank", "ranks_from_wins", "rank_columns", "seed_interval",
            "normal_p", "normal_interval", "holm", "welch", "LEVEL", "RESAMPLES", "WITHIN_NOISE"]
 
 #: the confidence level of every interval in the book
@@ -46,6 +51,13 @@ RESAMPLES = 2000
 WITHIN_NOISE = "within noise"
 
 _BLOCK = 4_000_000  # resample rows x instances per matrix product (memory: 32 MB of counts)
+
+
+def _fixed(value: float, digits: int) -> str:
+    """``value`` to ``digits`` decimals, without the sign of a negative number that rounds to 0
+    (``-0.000`` is ``0.000``: an interval's end a hair below 0 reads as 0)."""
+    text = f"{value:.{digits}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
 
 
 @dataclass(frozen=True)
@@ -82,8 +94,12 @@ class Interval:
         """``0.631 [0.572, 0.690]`` (or ``63.1% [57.2, 69.0]`` with ``percent``)."""
         if percent:
             d = max(digits - 2, 0)
-            return f"{100 * self.estimate:.{d}f}% [{100 * self.low:.{d}f}, {100 * self.high:.{d}f}]"
-        return f"{self.estimate:.{digits}f} [{self.low:.{digits}f}, {self.high:.{digits}f}]"
+            return f"{_fixed(100 * self.estimate, d)}% [{_fixed(100 * self.low, d)}, {_fixed(100 * self.high, d)}]"
+        return f"{_fixed(self.estimate, digits)} [{_fixed(self.low, digits)}, {_fixed(self.high, digits)}]"
+
+    def range_text(self, digits: int = 3) -> str:
+        """The interval's ends in words for a sentence: ``0.000 to 0.042``."""
+        return f"{_fixed(self.low, digits)} to {_fixed(self.high, digits)}"
 
     def __str__(self) -> str:
         return self.format()
@@ -236,6 +252,92 @@ def compare(a, b, *, paired: bool, level: float = LEVEL, resamples: int = RESAMP
     draws = da - db if len(va) > 1 or len(vb) > 1 else np.empty(0)
     return Comparison(ia, ib, _interval(float(va.mean() - vb.mean()), draws, len(va) + len(vb), level),
                       paired=False)
+
+
+def _f1_columns(labels, predicted, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Per-instance (2 TP, 2 TP + FP + FN) of the positive class (label 1): F1 is their ratio of means."""
+    y = np.asarray(labels)
+    p = np.asarray(predicted)
+    if y.ndim != 1 or p.shape != y.shape:
+        raise ValueError(f"labels and {name} must be 1-D arrays of one length, got shapes {y.shape} and {p.shape}")
+    if len(y) == 0:
+        raise ValueError("labels is empty: no instances")
+    for values, what in ((y, "labels"), (p, name)):
+        if not np.isin(values, (0, 1)).all():
+            raise ValueError(f"{what} must be binary class labels (0 or 1)")
+    y, p = y.astype(bool), p.astype(bool)
+    tp2 = 2.0 * (y & p)
+    return tp2, tp2 + (p & ~y) + (y & ~p)
+
+
+def _ratio(numerators: np.ndarray, denominators: np.ndarray) -> np.ndarray:
+    """numerator / denominator, 0 where the denominator is 0 (F1 without any positive: scikit-learn's zero_division=0)."""
+    return np.divide(numerators, denominators, out=np.zeros_like(numerators, dtype=np.float64),
+                     where=denominators > 0)
+
+
+def _f1_draws(columns: np.ndarray, resamples: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(estimates, draws) of F1 for column pairs (num, den, num, den, ...), all resampled on the same rows."""
+    means = _resampled_means(columns, np.ones(columns.shape, bool), resamples, seed)
+    # the estimate from the whole counts (exact integers: the same float as scikit-learn's), the draws from means
+    return _ratio(columns[:, 0::2].sum(0), columns[:, 1::2].sum(0)), _ratio(means[:, 0::2], means[:, 1::2])
+
+
+def f1(labels, predicted, *, level: float = LEVEL, resamples: int = RESAMPLES, seed: int = 0) -> Interval:
+    """F1 of the positive class (label 1) with its percentile bootstrap interval over the instances.
+
+    F1 = 2 TP / (2 TP + FP + FN) is a ratio of two means over the instances, not a mean, so each
+    resample recomputes the ratio (0 when a resample has no positive at all, as scikit-learn's
+    ``f1_score(..., zero_division=0)``). ``labels``, ``predicted``: (n,) arrays of 0 and 1.
+    """
+    _check_settings(level, resamples, seed)
+    num, den = _f1_columns(labels, predicted, "predicted")
+    estimate, draws = _f1_draws(np.stack([num, den], axis=1), resamples, seed)
+    return _interval(float(estimate[0]), draws[:, 0] if len(num) > 1 else draws[:0, 0], len(num), level)
+
+
+def compare_f1(labels, predicted_a, predicted_b, *, level: float = LEVEL, resamples: int = RESAMPLES,
+               seed: int = 0) -> Comparison:
+    """F1(a) - F1(b) for two models' predictions on the same instances: a paired bootstrap.
+
+    The instances are resampled together and both F1s recomputed on each resample, so the
+    interval of the difference reflects that the two models saw the same sentences. The verdict
+    is ``"higher"`` or ``"lower"`` only when that interval excludes 0; identical predictions are
+    a tie.
+    """
+    _check_settings(level, resamples, seed)
+    num_a, den_a = _f1_columns(labels, predicted_a, "predicted_a")
+    num_b, den_b = _f1_columns(labels, predicted_b, "predicted_b")
+    estimates, draws = _f1_draws(np.stack([num_a, den_a, num_b, den_b], axis=1), resamples, seed)
+    n = len(num_a)
+    if n < 2:
+        draws = draws[:0]
+    a, b = (_interval(float(estimates[j]), draws[:, j], n, level) for j in (0, 1))
+    return Comparison(a, b, _interval(float(estimates[0] - estimates[1]), draws[:, 0] - draws[:, 1], n, level),
+                      paired=True)
+
+
+def proportion(successes: int, n: int, *, level: float = LEVEL) -> Interval:
+    """A share ``successes / n`` with Wilson's score interval (Wilson 1927).
+
+    For a fraction of independent trials known only by its count (an accuracy whose per-instance
+    predictions were not kept). Unlike the normal interval it stays inside [0, 1] and is sensible
+    at 0 and at n; it equals ``scipy.stats.binomtest(successes, n).proportion_ci(method="wilson")``.
+    """
+    from scipy import stats
+
+    if not isinstance(level, numbers.Real) or not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), e.g. 0.95, got {level!r}")
+    for value, name in ((successes, "successes"), (n, "n")):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise ValueError(f"{name} must be a whole number, got {value!r}")
+    if n < 1 or not 0 <= successes <= n:
+        raise ValueError(f"need 0 <= successes <= n and n >= 1, got successes = {successes}, n = {n}")
+    z = float(stats.norm.ppf(0.5 + level / 2))
+    share = successes / n
+    centre = (share + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(share * (1 - share) / n + z * z / (4 * n * n))
+    return Interval(float(share), max(0.0, centre - half), min(1.0, centre + half), int(n), level, method="Wilson")
 
 
 def ranks_from_wins(wins) -> np.ndarray:

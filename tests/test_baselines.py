@@ -26,6 +26,18 @@ def test_uniform_comparison_rows_and_scores(tiny):
     assert f["F1 (W&P)"].isna().all()
     gap = res.gap()
     assert gap.loc["average", "F1 gap (ours)"] == pytest.approx(f["F1"].iloc[0] - f["F1"].iloc[1])
+    # ours carries its paired interval, whose estimate is the table's gap
+    comparison = res.f1_gap("average")
+    assert comparison.a.estimate == pytest.approx(f["F1"].iloc[0]) and comparison.b.estimate == pytest.approx(f["F1"].iloc[1])
+    assert gap.loc["average", "low"] <= gap.loc["average", "F1 gap (ours)"] <= gap.loc["average", "high"]
+    assert gap.loc["average", "low"] == comparison.difference.low
+    with pytest.raises(ValueError, match="no 'lstm' models"):
+        res.f1_gap("lstm")
+    change = res.accuracy_change("average")  # uniform minus trained, paired
+    assert change.a.estimate == pytest.approx(f["accuracy"].iloc[1]) and change.b.estimate == pytest.approx(
+        f["accuracy"].iloc[0])
+    with pytest.raises(ValueError, match="no 'cnn' models"):
+        res.accuracy_change("cnn")
 
 
 def test_uniform_model_attention_is_uniform(tiny):

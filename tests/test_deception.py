@@ -301,6 +301,10 @@ def test_penalty_hides_attention_and_lambda_0_is_train_model(small, tmp_path, mo
     assert table.loc["λ=1", "impermissible attention (%)"] == pytest.approx(100 * hidden.mass["test"])
     assert table.loc["λ=0", "accuracy"] == pytest.approx(plain.test["accuracy"])
     assert (table["n"] == len(small.test)).all()
+    for name in table.index:  # the per-instance values behind both means, for intervals
+        assert table.attrs["correct"][name].mean() == table.loc[name, "accuracy"]
+        assert table.attrs["mass"][name].mean() == pytest.approx(table.loc[name, "impermissible attention (%)"])
+        assert len(table.attrs["mass"][name]) == len(small.test)
     removed = deception_table({"λ=1": hidden}, small.test.remove_tokens(small.test.rationales))
     assert removed.loc["λ=1", "impermissible attention (%)"] == 0.0
 

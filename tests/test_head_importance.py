@@ -185,6 +185,24 @@ def test_random_orders_give_a_band_and_are_seeded():
         prune_randomly(model, split, orders=0)
 
 
+def test_random_orders_share_the_levels_they_have_in_common(monkeypatch):
+    """Every order's curve is prune_by_importance in that order, bit for bit; the sets of heads that
+    the orders share (none pruned, all pruned) run once, not once per order."""
+    from attnlib.experiments import head_importance as module
+
+    model, split = _model(), _split()
+    calls = []
+    real = module._correct
+    monkeypatch.setattr(module, "_correct", lambda *a: calls.append(1) or real(*a))
+    band = prune_randomly(model, split, orders=3, seed=4)
+    distinct = {frozenset(p) for curve in band.attrs["orders"] for p in curve["pruned"]}
+    assert len(calls) == len(distinct) <= 3 * 5 - 2 * 2  # 3 orders x 5 levels; levels 0 and 4 once each
+    for r, curve in enumerate(band.attrs["orders"]):
+        alone = prune_by_importance(model, split, np.random.default_rng([4, r]).random((2, 2)))
+        assert curve["accuracy"].tolist() == alone["accuracy"].tolist()
+        assert all((a == b).all() for a, b in zip(curve["correct"], alone["correct"]))
+
+
 def test_prunable_stops_at_a_loss_beyond_noise_not_at_a_dip_of_a_few_sentences():
     import pandas as pd
 

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from attnlib import uncertainty
 from attnlib.presentation.readings import ch01
 
 
@@ -32,7 +33,7 @@ def test_comparison_reads_the_spread_the_gap_and_the_epochs():
     out = ch01.comparison(_models(), paper_f1=0.78, rebuttal_f1=0.795)
     assert out["ch01_paper_f1"] == 0.78 and out["ch01_wp_f1"] == 0.795
     assert out["ch01_gap_abs"] == pytest.approx(0.08)
-    assert out["ch01_gap_dir"] == "below"
+    assert "ch01_gap_dir" not in out  # the direction is read against our interval (f1_beside_paper)
     assert (out["ch01_f1_min"], out["ch01_f1_max"]) == (0.65, 0.75)
     assert (out["ch01_f1_best"], out["ch01_f1_worst"]) == ("CNN", "Average")
     assert (out["ch01_auc_min"], out["ch01_auc_max"], out["ch01_auc_best"]) == (0.80, 0.88, "Average")
@@ -41,9 +42,8 @@ def test_comparison_reads_the_spread_the_gap_and_the_epochs():
     assert all(isinstance(out[f"ch01_epoch_{e}"], int) for e in ("lstm", "cnn", "average"))
 
 
-def test_comparison_says_above_when_ours_beats_the_paper():
+def test_comparison_gives_the_size_of_the_gap_either_way():
     out = ch01.comparison(_models(), paper_f1=0.60, rebuttal_f1=0.795)
-    assert out["ch01_gap_dir"] == "above"
     assert out["ch01_gap_abs"] == pytest.approx(0.10)
 
 
@@ -124,3 +124,14 @@ def test_attention_peaks_reads_medians_first_tokens_and_the_chosen_six():
     assert out["ch01_six_peaks"] == "*dull*, *bad*" and out["ch01_six_first"] == 1
     flat = dict(preds, lstm=SimpleNamespace(attention=[a * 0 + 1 / len(a) for a in preds["lstm"].attention]))
     assert ch01.attention_peaks(flat, tokens, [0])["ch01_most_peaked"] == "Average"
+
+
+def test_f1_beside_paper_reads_the_paper_against_our_interval():
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 2, 800)
+    predicted = np.where(rng.random(800) < 0.76, labels, 1 - labels)
+    ours = uncertainty.f1(labels, predicted)
+    out = ch01.f1_beside_paper(predicted, labels, paper_f1=0.95)
+    assert out == {"ch01_f1_ci": ours.range_text(), "ch01_vs_paper": "below"}  # ours is below theirs
+    assert ch01.f1_beside_paper(predicted, labels, paper_f1=ours.estimate)["ch01_vs_paper"] == "within noise of"
+    assert ch01.f1_beside_paper(predicted, labels, paper_f1=0.5)["ch01_vs_paper"] == "above"

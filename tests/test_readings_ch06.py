@@ -5,6 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from attnlib import uncertainty
 from attnlib.presentation.readings import ch06
 
 
@@ -29,10 +30,12 @@ def make_table(scores=None):
     )
 
 
-def gaps_of(table, wp=0.009):
+def gaps_of(table, wp=0.009, half=0.0005):
+    """UniformComparison.gap()'s frame: ours with an interval of +- ``half``."""
     t = table.set_index(["dataset", "encoder", "attention"])["F1"]
-    rows = [{"dataset": d, "encoder": e, "F1 gap (ours)": t[(d, e, "trained")] - t[(d, e, "uniform")],
-             "F1 gap (W&P)": wp if d == "rt-polarity" else np.nan}
+    gap = {(d, e): t[(d, e, "trained")] - t[(d, e, "uniform")] for d, e in zip(table["dataset"], table["encoder"])}
+    rows = [{"dataset": d, "encoder": e, "F1 gap (ours)": gap[d, e], "low": gap[d, e] - half,
+             "high": gap[d, e] + half, "F1 gap (W&P)": wp if d == "rt-polarity" else np.nan}
             for d, e in dict.fromkeys(zip(table["dataset"], table["encoder"]))]
     return pd.DataFrame(rows).set_index(["dataset", "encoder"])
 
@@ -45,12 +48,27 @@ def test_ahead_is_antisymmetric(a, b):
 
 def test_scores_glues_every_dataset_metric_and_gap():
     table = make_table()
-    out = ch06.scores(table, gaps_of(table))
+    out = ch06.scores(table, gaps_of(table, half=0.002))
     assert out["ch06_rt_f1_t"] == 0.80 and out["ch06_rt_f1_u"] == 0.79
     assert out["ch06_imdb_acc_u"] == 0.84 and out["ch06_long_auc_t"] == 0.99
     assert out["ch06_syn_gap"] == pytest.approx(0.005)
     assert out["ch06_long_gap"] == pytest.approx(0.29)
-    assert len(out) == 4 * (6 + 1)
+    assert out["ch06_syn_gap_ci"] == "0.003 to 0.007"  # 0.005 +- 0.002, as an interval
+    assert len(out) == 4 * (6 + 2)
+
+
+def _accuracy_change(uniform_right: int, trained_right: int, n: int = 400):
+    """A paired accuracy comparison, uniform minus trained: the models get the first
+    ``uniform_right`` and the last ``trained_right`` of ``n`` sentences right."""
+    uniform = (np.arange(n) < uniform_right).astype(float)
+    trained = (np.arange(n) >= n - trained_right).astype(float)
+    return uncertainty.compare(uniform, trained, paired=True)
+
+
+def test_gaps_without_our_interval_are_refused():
+    table = make_table()
+    with pytest.raises(ValueError, match="'low'"):
+        ch06.rt_polarity(table, gaps_of(table).drop(columns=["low"]), accuracy_change=_accuracy_change(300, 300))
 
 
 def test_scores_needs_every_dataset():
@@ -61,25 +79,35 @@ def test_scores_needs_every_dataset():
 
 def test_rt_polarity_directions():
     table = make_table()
-    out = ch06.rt_polarity(table, gaps_of(table))
+    out = ch06.rt_polarity(table, gaps_of(table), accuracy_change=_accuracy_change(300, 296))
     assert out["ch06_rt_gap_pts"] == pytest.approx(1.0)
     assert out["ch06_rt_f1_dir"] == "below"
-    assert out["ch06_rt_vs_paper"] == "larger than"
-    assert (out["ch06_rt_acc_dir"], out["ch06_rt_auc_dir"]) == ("ahead", "level")
+    assert out["ch06_rt_vs_paper"] == "above"  # our gap 0.010 +- 0.0005 against W&P's 0.009
+    wide = ch06.rt_polarity(table, gaps_of(table, half=0.02), accuracy_change=_accuracy_change(300, 296))
+    assert wide["ch06_rt_vs_paper"] == "within noise of"  # the same gap, an interval that holds 0.009
+    assert out["ch06_rt_acc_dir"] == "level within noise"  # 4 sentences of 400 apart, 200 discordant pairs
+    low, high = map(float, out["ch06_rt_acc_ci"].split(" to "))
+    assert low < 0.01 < high
 
 
 def test_rt_polarity_other_branches():
     table = make_table({("rt-polarity", "uniform"): (0.805, 0.77, 0.85)})
-    out = ch06.rt_polarity(table, gaps_of(table))
-    assert out["ch06_rt_f1_dir"] == "above"
-    assert out["ch06_rt_vs_paper"] == "smaller than"
-    assert (out["ch06_rt_acc_dir"], out["ch06_rt_auc_dir"]) == ("behind", "behind")
+    ahead = ch06.rt_polarity(table, gaps_of(table), accuracy_change=_accuracy_change(390, 200))
+    assert ahead["ch06_rt_f1_dir"] == "above"
+    assert ahead["ch06_rt_vs_paper"] == "below"
+    assert ahead["ch06_rt_acc_dir"] == "ahead beyond noise"
+    behind = ch06.rt_polarity(table, gaps_of(table), accuracy_change=_accuracy_change(200, 390))
+    assert behind["ch06_rt_acc_dir"] == "behind beyond noise"
 
 
-def test_imdb_counts_measures_up():
-    assert ch06.imdb(make_table(), encoder="cnn") == {"ch06_imdb_n_up": 2, "ch06_imdb_enc": "CNN"}
+def test_imdb_says_whether_the_gap_is_beyond_noise():
+    table = make_table()
+    narrow = ch06.imdb(table, gaps_of(table, half=0.002), encoder="cnn")  # IMDB gap 0.01 +- 0.002
+    assert narrow == {"ch06_imdb_enc": "CNN", "ch06_imdb_gap_verdict": "beyond noise"}
+    wide = ch06.imdb(table, gaps_of(table, half=0.05), encoder="cnn")
+    assert wide["ch06_imdb_gap_verdict"] == "within noise"
     with pytest.raises(ValueError, match="encoder"):
-        ch06.imdb(make_table(), encoder="gru")
+        ch06.imdb(table, gaps_of(table), encoder="gru")
 
 
 def test_long_task_attention_needed():

@@ -336,6 +336,25 @@ def test_table4_beside_sets_ours_with_intervals_beside_theirs():
         ch08.table4_beside(SimpleNamespace(), frame, lam=0.1, paper=T4, scale=2.0)
 
 
+def test_table4_beside_gives_our_f1_its_interval_from_the_adversarys_predictions():
+    from sklearn.metrics import f1_score
+
+    rng = np.random.default_rng(2)
+    labels = rng.integers(0, 2, 200)
+    base = np.where(rng.random(200) < 0.85, labels, 1 - labels)
+    same = rng.random(200) < 0.9
+    cmp = SimpleNamespace(output_tvd=rng.uniform(0, 0.2, 200), attention_jsd=rng.uniform(0.6, 0.7, 200),
+                          predicted_b=base, same_decision=same)
+    frame = _frame([0.3, 0.68, 0.68, 0.69], [0.15, 0.13, 0.11, 0.13])
+    t = ch08.table4_beside(cmp, frame, lam=0.1, paper=T4, scale=2.0, labels=labels)
+    assert t.index[2] == "test F1 [95% interval]"
+    adversary = np.where(same, base, 1 - base)  # the adversary decides as the base where "same", else not
+    ours = t.iloc[2, 0]
+    assert ours.startswith(f"{f1_score(labels, adversary):.3f} [") and ours.endswith("]")
+    with pytest.raises(ValueError, match="one per instance"):
+        ch08.table4_beside(cmp, frame, lam=0.1, paper=T4, scale=2.0, labels=labels[:10])
+
+
 def test_table4_reading_uses_the_interval():
     far = ch08.table4(_comparison(np.full(50, 0.11), np.full(50, 0.69)), lam=0.1, paper=T4, scale=2.0)
     assert far["ch08_t4_lam_wp"] == "0.05" and far["ch08_t4_paper_lam_ours"] == "0.00105"

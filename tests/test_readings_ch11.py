@@ -118,3 +118,24 @@ def test_token_identity_refuses_a_table_without_every_probe():
     table = _table([0.8, 0.5, 0.93, 0.85, 0.96, 0.8]).drop(columns="mlp/l2")
     with pytest.raises(ValueError, match="mlp/l2"):
         ch11.token_identity(table, IDENTITY, probe_tokens=40, brunner=published.BRUNNER_TOKEN_IDENTITY)
+
+
+def test_token_identity_beside_brunner_gives_ours_their_intervals():
+    from attnlib.experiments.token_identity import TokenIdentity
+
+    rows = [{"layer": layer, "probe": c.split("/")[0], "distance": c.split("/")[1], "accuracy": a,
+             "low": a - 0.01, "high": min(1.0, a + 0.01), "n_tokens": 500}
+            for layer, values in ((0, [1.0] * 6), (1, [0.99] * 6), (6, [0.95, 0.44, 0.9, 0.7, 0.93, 0.65]))
+            for c, a in zip(COLUMNS, values)]
+    identity = TokenIdentity(pd.DataFrame(rows), n_train_tokens=100, n_test_tokens=500, chance=0.05)
+    t = ch11.token_identity_beside_brunner(identity, brunner=published.BRUNNER_TOKEN_IDENTITY)
+    assert list(t.index) == COLUMNS
+    assert list(t.columns)[:2] == ["ours, layer 1 [95% interval]", "ours, layer 6 (last) [95% interval]"]
+    assert t.loc["naive/l2", "ours, layer 6 (last) [95% interval]"] == "0.440 [0.430, 0.450]"
+    assert t.loc["naive/cosine", "ours, layer 1 [95% interval]"] == "0.990 [0.980, 1.000]"
+    theirs = published.BRUNNER_TOKEN_IDENTITY
+    assert t.loc["mlp/l2", "Brunner, last layers"] == f"{theirs['mlp/l2'].value:.2f}"
+    assert set(t["Brunner, layers 1-2"]) == {f"{theirs['first layers (1-2)'].value:.2f}"}
+    no_first = TokenIdentity(pd.DataFrame([r for r in rows if r["layer"] != 1]), 100, 500, 0.05)
+    with pytest.raises(ValueError, match="layer 1"):
+        ch11.token_identity_beside_brunner(no_first, brunner=theirs)

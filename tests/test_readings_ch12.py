@@ -258,3 +258,20 @@ def test_keys_reading():
     with pytest.raises(ValueError, match="jsd"):
         ch12.keys(keys.drop(columns="jsd"))
 
+
+def test_keys_beside_poster_gives_our_accuracies_wilson_intervals():
+    import scipy.stats
+
+    keys = pd.DataFrame({"layer": [0, 0, 1, 1], "alpha": [0.1, 0.5, 0.1, 0.5],
+                         "accuracy": [0.70, 0.800, 0.775, 0.60], "base_accuracy": [0.775] * 4,
+                         "jsd": [0.5, 0.1, 0.2, 0.6], "n_train": [100] * 4, "n_test": [40] * 4})
+    t = ch12.keys_beside_poster(keys, published.POSTER_ACCURACY)
+    ours = t.iloc[:, 0].tolist()
+    assert t.columns[0] == "ours (rt-polarity, layer 1)"  # the furthest move that keeps the accuracy: 31 of 40
+    wilson = scipy.stats.binomtest(31, 40).proportion_ci(method="wilson")
+    assert ours[1] == f"0.775 [{wilson.low:.3f}, {wilson.high:.3f}]" and ours[2] == "0.200"
+    assert ours[0] == ours[1]  # the model's own accuracy is 31 of 40 too
+    assert t.iloc[:, 1].tolist() == ["0.865", "0.835", "n/a"]  # the poster's 86.45% and 83.5%, no JSD
+    furthest = ch12.keys_beside_poster(keys.assign(accuracy=0.5), published.POSTER_ACCURACY)
+    assert furthest.columns[0].endswith("layer 1)") and furthest.iloc[2, 0] == "0.600"  # none kept: the furthest
+

@@ -5,6 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from attnlib import uncertainty
 from attnlib.presentation.readings import ch13
 from attnlib.presentation.readings.ch13 import label
 
@@ -24,13 +25,31 @@ def test_label_examples():
     assert label("BiLSTM + tanh", 0.0) == "BiLSTM + tanh, λ = 0"
 
 
-def _table(lstm=(0.75, 0.74), tf=(0.78, 0.70), deleted=(0.5, 0.51, 0.49, 0.52)):
+N = 400  # test sentences
+
+
+def _correct(accuracy: float, shift: int = 0) -> np.ndarray:
+    """N sentences, accuracy x N of them right: those from ``shift`` on. A penalised model (shift
+    60) gets some sentences right that the unpenalised one (shift 0) gets wrong, and the reverse,
+    as real models do, so that a small change is within noise and a large one beyond it."""
+    return (np.arange(N) - shift) % N < round(accuracy * N)
+
+
+def _table(lstm=(0.75, 0.74), tf=(0.78, 0.70), deleted=(0.5, 0.51, 0.49, 0.52), shift=60):
     rows = {label("BiLSTM + tanh", 0.0): (lstm[0], 40.0, deleted[0]),
             label("BiLSTM + tanh", TOP): (lstm[1], 0.01, deleted[1]),
             label("transformer", 0.0): (tf[0], 30.0, deleted[2]),
             label("transformer", TOP): (tf[1], 0.002, deleted[3])}
-    return pd.DataFrame.from_dict(rows, orient="index",
-                                  columns=["accuracy", "impermissible attention (%)", DELETED])
+    table = pd.DataFrame.from_dict(rows, orient="index",
+                                   columns=["accuracy", "impermissible attention (%)", DELETED])
+    return _with_attrs(table, shift)
+
+
+def _with_attrs(table, shift=60):
+    """deception_table's per-sentence values behind each row's accuracy and mass."""
+    table.attrs = {"correct": {n: _correct(a, 0 if n.endswith("λ = 0") else shift) for n, a in table["accuracy"].items()},
+                   "mass": {n: np.full(N, m) for n, m in table["impermissible attention (%)"].items()}}
+    return table
 
 
 SUMMARY = pd.Series({"impermissible tokens (mean share)": 0.4})
@@ -45,17 +64,44 @@ def test_accuracy_and_mass_values():
     assert out["ch13_lstm_drop"] == pytest.approx(0.01)
     assert out["ch13_tf_drop"] == pytest.approx(0.08)
     assert out["ch13_deleted_max"] == 0.52
-    assert out["ch13_lstm_verdict"] == "keeps its accuracy"
+    assert out["ch13_lstm_verdict"] == "keeps its accuracy within noise"  # 60 lost, 56 gained of 400
     assert out["ch13_lstm_state"] == "at 0.740"
-    assert out["ch13_tf_verdict"] == "loses accuracy"
-    assert len(out) == 2 + 12 + 6 + 1
+    assert out["ch13_tf_verdict"] == "loses accuracy beyond noise"  # 60 lost, 28 gained of 400
+    low, high = map(float, out["ch13_tf_drop_ci"].split(" to "))
+    assert 0 < low <= 0.08 <= high
+    assert len(out) == 2 + 12 + 6 + 1 + 2
 
 
 def test_accuracy_and_mass_other_branches():
     out = ch13.accuracy_and_mass(_table(lstm=(0.75, 0.52), tf=(0.78, 0.76)), SUMMARY, top=TOP)
-    assert out["ch13_lstm_verdict"] == "loses much of its accuracy"
-    assert out["ch13_lstm_state"] == "near chance"
-    assert out["ch13_tf_verdict"] == "keeps most of its accuracy"
+    assert out["ch13_lstm_verdict"] == "loses accuracy beyond noise"
+    assert out["ch13_lstm_state"] == "at chance"  # 0.52 of 400: 0.5 lies inside its interval
+    assert out["ch13_tf_verdict"] == "keeps its accuracy within noise"
+    gained = ch13.accuracy_and_mass(_table(tf=(0.70, 0.78)), SUMMARY, top=TOP)
+    assert gained["ch13_tf_verdict"] == "gains accuracy beyond noise"
+
+
+def test_identical_models_keep_their_accuracy():
+    out = ch13.accuracy_and_mass(_table(lstm=(0.75, 0.75), tf=(0.7, 0.7), shift=0), SUMMARY, top=TOP)
+    assert out["ch13_lstm_verdict"] == out["ch13_tf_verdict"] == "keeps its accuracy within noise"
+    assert out["ch13_tf_drop_ci"] == "0.000 to 0.000"
+
+
+def test_the_reading_needs_the_per_sentence_values():
+    bare = _table()
+    bare.attrs = {}
+    with pytest.raises(ValueError, match="per-sentence values"):
+        ch13.accuracy_and_mass(bare, SUMMARY, top=TOP)
+
+
+def test_with_intervals_shows_ours_with_bootstrap_intervals():
+    t = _table()
+    shown = ch13.with_intervals(t.assign(n=N))
+    assert list(shown.columns) == ["accuracy [95% interval]", "impermissible attention (%) [95% interval]", DELETED]
+    row = shown.loc[label("transformer", 0.0)]
+    assert row["accuracy [95% interval]"] == str(uncertainty.bootstrap(_correct(0.78).astype(float)))
+    assert row["impermissible attention (%) [95% interval]"] == "30.000 [30.000, 30.000]"  # constant: no spread
+    assert row[DELETED] == "0.490"
 
 
 def test_accuracy_and_mass_needs_the_deleted_column():
@@ -143,9 +189,9 @@ def test_the_bilstm_is_compared_with_pruthi_at_the_same_lambda():
     t = _table()
     assert "no BiLSTM at λ = 0.1" in ch13.accuracy_and_mass(t, SUMMARY, top=TOP)["ch13_lstm_at_pruthi"]
     rows = dict(zip(t.columns, (0.53, 0.02, 0.5)))
-    lost = pd.concat([t, pd.DataFrame([rows], index=[label("BiLSTM + tanh", 0.1)])])
+    lost = _with_attrs(pd.concat([t, pd.DataFrame([rows], index=[label("BiLSTM + tanh", 0.1)])]))
     words = ch13.accuracy_and_mass(lost, SUMMARY, top=TOP)["ch13_lstm_at_pruthi"]
-    assert words == "ours goes from 0.750 to 0.530 at λ = 0.1, so at the same λ both lose much of their accuracy"
-    kept = pd.concat([t, pd.DataFrame([dict(rows, accuracy=0.74)], index=[label("BiLSTM + tanh", 0.1)])])
-    assert "ours keeps its accuracy where theirs does not" in ch13.accuracy_and_mass(kept, SUMMARY, top=TOP)[
-        "ch13_lstm_at_pruthi"]
+    assert words == "ours goes from 0.750 to 0.530 at λ = 0.1, so at the same λ both lose accuracy (ours beyond noise)"
+    kept = _with_attrs(pd.concat([t, pd.DataFrame([dict(rows, accuracy=0.74)], index=[label("BiLSTM + tanh", 0.1)])]))
+    assert "ours keeps its accuracy within noise, where theirs does not" in ch13.accuracy_and_mass(
+        kept, SUMMARY, top=TOP)["ch13_lstm_at_pruthi"]

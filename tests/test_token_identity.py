@@ -6,6 +6,7 @@ rest (layer 0 is its own answer, a rotation is undone by a linear map, a hidden 
 no token information scores exactly chance, exact ties go to the first position).
 """
 import numpy as np
+import scipy.stats
 import pandas as pd
 import pytest
 import torch
@@ -181,7 +182,7 @@ def test_frame_layout_pivot_and_layer_subset():
     mask[:12] = True
     r = ti.token_identifiability(hs, lengths, train=mask, test=~mask, layers=[3, 1], distances=("l2", "cosine"), **FAST)
     f = r.to_frame()
-    assert list(f.columns) == ["layer", "probe", "distance", "accuracy", "n_tokens"]
+    assert list(f.columns) == ["layer", "probe", "distance", "accuracy", "low", "high", "n_tokens"]
     assert len(f) == 2 * 3 * 2 and sorted(set(f.layer)) == [1, 3]
     f.loc[0, "accuracy"] = -1.0
     assert r.frame.accuracy.iloc[0] != -1.0  # to_frame is a copy
@@ -189,6 +190,9 @@ def test_frame_layout_pivot_and_layer_subset():
     assert list(table.index) == [1, 3]
     assert list(table.columns) == ["naive/l2", "naive/cosine", "linear/l2", "linear/cosine", "mlp/l2", "mlp/cosine"]
     assert table.loc[3, "naive/l2"] == _acc(r, 3, "naive", "l2")
+    assert (r.pivot("low") <= table).all().all() and (table <= r.pivot("high")).all().all()
+    with pytest.raises(ValueError, match="values"):
+        r.pivot("jsd")
 
 
 def test_subsampling_caps_the_training_tokens():
@@ -292,3 +296,8 @@ def test_accuracies_are_shares_of_the_test_tokens(B, n_layers, S, D, n_train, da
     # each accuracy is a count of test tokens over the number of test tokens
     np.testing.assert_allclose(f.accuracy * r.n_test_tokens, np.round(f.accuracy * r.n_test_tokens), atol=1e-9)
     assert r.chance == pytest.approx(len(test) / lengths[test].sum())
+    # ... with Wilson's interval over those tokens (scipy's, as the oracle)
+    for row in f.itertuples():
+        k = int(round(row.accuracy * row.n_tokens))
+        ref = scipy.stats.binomtest(k, int(row.n_tokens)).proportion_ci(method="wilson")
+        assert row.low == pytest.approx(ref.low, abs=1e-12) and row.high == pytest.approx(ref.high, abs=1e-12)

@@ -256,3 +256,73 @@ def test_normal_interval_is_the_estimate_plus_minus_z_se():
     assert U.normal_interval(0.2, 0.1, 30).relation_to(0.5) == "below"
     with pytest.raises(ValueError):
         U.normal_interval(0.5, 0.1, 30, level=1.5)
+
+
+# ----------------------------------------------------------------------------- F1 and proportions
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 1), st.integers(0, 1)), min_size=1, max_size=60))
+def test_f1_estimate_is_scikit_learns(pairs):
+    from sklearn.metrics import f1_score
+
+    labels, predicted = map(np.array, zip(*pairs))
+    iv = U.f1(labels, predicted, resamples=200)
+    assert iv.estimate == f1_score(labels, predicted, zero_division=0)  # the same float: tables agree to the digit
+    assert iv.low <= iv.estimate <= iv.high and 0 <= iv.low and iv.high <= 1
+
+
+def test_f1_interval_agrees_with_scipys_bootstrap_of_the_ratio():
+    from sklearn.metrics import f1_score
+
+    rng = np.random.default_rng(3)
+    labels = rng.integers(0, 2, 400)
+    predicted = np.where(rng.random(400) < 0.8, labels, 1 - labels)
+    iv = U.f1(labels, predicted, resamples=4000)
+    ref = scipy.stats.bootstrap((labels, predicted), lambda y, p: f1_score(y, p, zero_division=0), paired=True,
+                                vectorized=False, n_resamples=2000, method="percentile",
+                                random_state=0).confidence_interval
+    assert iv.low == pytest.approx(ref.low, abs=0.012) and iv.high == pytest.approx(ref.high, abs=0.012)
+
+
+def test_compare_f1_ties_identical_models_and_sees_a_clear_gap():
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 2, 500)
+    good = np.where(rng.random(500) < 0.9, labels, 1 - labels)
+    bad = np.where(rng.random(500) < 0.6, labels, 1 - labels)
+    same = U.compare_f1(labels, good, good)
+    assert same.verdict == U.WITHIN_NOISE and same.difference.estimate == 0
+    assert same.difference.low == same.difference.high == 0
+    clear = U.compare_f1(labels, good, bad)
+    assert clear.verdict == "higher" and clear.difference.estimate == pytest.approx(clear.a.estimate - clear.b.estimate)
+    assert U.compare_f1(labels, bad, good).verdict == "lower"
+
+
+@pytest.mark.parametrize("labels, predicted, message", [
+    ([0, 1, 2], [0, 1, 1], "binary"), ([0, 1], [0, 1, 1], "one length"), ([], [], "empty"),
+    ([[0, 1]], [[0, 1]], "1-D"),
+])
+def test_f1_refuses_bad_input(labels, predicted, message):
+    with pytest.raises(ValueError, match=message):
+        U.f1(labels, predicted)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 3000).flatmap(lambda n: st.tuples(st.integers(0, n), st.just(n))))
+def test_proportion_is_wilsons_interval_as_scipy_computes_it(kn):
+    k, n = kn
+    iv = U.proportion(k, n)
+    ref = scipy.stats.binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
+    assert iv.estimate == k / n and iv.n == n and iv.method == "Wilson"
+    assert iv.low == pytest.approx(ref.low, abs=1e-12) and iv.high == pytest.approx(ref.high, abs=1e-12)
+
+
+@pytest.mark.parametrize("k, n", [(-1, 5), (6, 5), (0, 0), (1.5, 4), (True, 3)])
+def test_proportion_refuses_impossible_counts(k, n):
+    with pytest.raises(ValueError):
+        U.proportion(k, n)
+
+
+def test_an_end_that_rounds_to_zero_is_shown_without_a_sign():
+    iv = U.Interval(0.02, -0.00004, 0.042, 100)
+    assert iv.range_text() == "0.000 to 0.042" and str(iv) == "0.020 [0.000, 0.042]"
+    assert U.Interval(-0.2, -0.31, -0.0004, 9).range_text(2) == "-0.31 to 0.00"
+    assert U.Interval(0.5, 0.25, 0.75, 9).format(percent=True) == "50.0% [25.0, 75.0]"

@@ -20,11 +20,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from .. import uncertainty
 from .._checks import check_positive_int, check_seed
 from ..data import Dataset
 from ..models import ModelConfig
 from ..published import UNIFORM_F1, PAPER_DATASET
-from ..train import TrainConfig, TrainedModel, compare_models, train_models
+from ..train import TrainConfig, TrainedModel, compare_models, predict_proba, train_models
 
 __all__ = [
     "UniformComparison", "uniform_comparison", "SeedVariance", "seed_variance", "LONG_SYNTHETIC", "load_wp_dataset",
@@ -75,15 +76,42 @@ class UniformComparison:
     attention: str
     models: dict = field(default_factory=dict)  # (encoder, "trained" | "uniform") -> TrainedModel
     frame: pd.DataFrame = field(default_factory=pd.DataFrame)
+    labels: np.ndarray | None = None  # the test split's labels
+    predicted: dict = field(default_factory=dict)  # (encoder, "trained" | "uniform") -> (N,) test predictions
+
+    def f1_gap(self, encoder: str, *, seed: int = 0):
+        """F1 with trained attention against F1 with uniform attention, on the same test sentences:
+        an :class:`attnlib.uncertainty.Comparison` (paired bootstrap over the sentences)."""
+        if (encoder, "trained") not in self.predicted:
+            raise ValueError(f"no {encoder!r} models in this comparison (encoders: {sorted({e for e, _ in self.predicted})})")
+        return uncertainty.compare_f1(self.labels, self.predicted[encoder, "trained"], self.predicted[encoder, "uniform"],
+                                      seed=seed)
+
+    def accuracy_change(self, encoder: str, *, seed: int = 0):
+        """Accuracy with uniform attention minus accuracy with trained attention, on the same test
+        sentences: an :class:`attnlib.uncertainty.Comparison` (paired bootstrap)."""
+        if (encoder, "trained") not in self.predicted:
+            raise ValueError(f"no {encoder!r} models in this comparison (encoders: {sorted({e for e, _ in self.predicted})})")
+        right = {w: (self.predicted[encoder, w] == self.labels).astype(np.float64) for w in ("uniform", "trained")}
+        return uncertainty.compare(right["uniform"], right["trained"], paired=True, seed=seed)
 
     def gap(self) -> pd.DataFrame:
-        """Per encoder: test F1 with trained attention minus F1 with uniform attention (ours and W&P's)."""
+        """Per encoder: test F1 with trained attention minus F1 with uniform attention (ours and W&P's).
+
+        Ours carries its 95% interval, ``low`` and ``high``: the paired bootstrap over the test
+        sentences of :meth:`f1_gap` (NaN where the comparison holds no predictions).
+        """
         f = self.frame.set_index(["encoder", "attention"])
         rows = {}
         for enc in dict.fromkeys(self.frame["encoder"]):
             ours = f.loc[(enc, "trained"), "F1"] - f.loc[(enc, "uniform"), "F1"]
             paper = f.loc[(enc, "trained"), "F1 (W&P)"] - f.loc[(enc, "uniform"), "F1 (W&P)"]
-            rows[enc] = {"dataset": self.dataset, "F1 gap (ours)": ours, "F1 gap (W&P)": paper}
+            low = high = math.nan
+            if (enc, "trained") in self.predicted:
+                interval = self.f1_gap(enc).difference
+                low, high = interval.low, interval.high
+            rows[enc] = {"dataset": self.dataset, "F1 gap (ours)": ours, "low": low, "high": high,
+                         "F1 gap (W&P)": paper}
         out = pd.DataFrame.from_dict(rows, orient="index")
         out.index.name = "encoder"
         return out
@@ -103,7 +131,8 @@ def uniform_comparison(
 
     Returns one row per (encoder, trained | uniform): test F1 (positive class), accuracy
     and ROC-AUC, with Wiegreffe & Pinter's Table 2 F1 beside it where the data set has
-    one (their models are BiLSTMs with tanh attention; NaN elsewhere).
+    one (their models are BiLSTMs with tanh attention; NaN elsewhere). The test predictions
+    are kept (``predicted``, two classes) so that :meth:`UniformComparison.gap` carries an interval.
     """
     _check_dataset(dataset)
     seed = check_seed(seed)
@@ -114,7 +143,7 @@ def uniform_comparison(
         raise ValueError("give at least one encoder")
     if attention not in ("tanh", "dot"):
         raise ValueError(f"attention must be 'tanh' or 'dot' (the trained attention to compare), got {attention!r}")
-    result = UniformComparison(dataset=dataset.name, attention=attention)
+    result = UniformComparison(dataset=dataset.name, attention=attention, labels=np.asarray(dataset.test.labels))
     rows = []
     pairs = [(enc, which, att) for enc in encoders for which, att in (("trained", attention), ("uniform", "uniform"))]
     specs = [
@@ -124,6 +153,8 @@ def uniform_comparison(
     ]
     for (enc, which, _), trained in zip(pairs, train_models(specs, progress=progress)):
         result.models[(enc, which)] = trained
+        if dataset.n_classes == 2:  # F1 of the positive class; several classes take macro F1, without an interval
+            result.predicted[(enc, which)] = predict_proba(trained.model, dataset.test).argmax(-1)
         paper = _published_f1(dataset.name, which) if (enc, attention) == ("lstm", "tanh") else math.nan
         rows.append(
             {

@@ -272,6 +272,34 @@ def _levels(fractions, n_heads: int) -> list[int]:
     return out
 
 
+def _ranked(model, importance) -> list[Site]:
+    """The model's sites by increasing ``importance``, ties by site order."""
+    L, h = _shape(model)
+    scores = _check_importance(importance, L, h)
+    sites = list(model.sites)
+    order = np.argsort(np.array([scores[s.layer, s.head] for s in sites]), kind="stable")
+    return [sites[i] for i in order]
+
+
+def _curve(model, batches: list, ranked: list, levels: list, memo: dict) -> pd.DataFrame:
+    """The accuracy after pruning each level's first heads of ``ranked``; ``memo`` maps a set of
+    pruned sites to its (N,) correct array, so that curves sharing a level (none pruned, all
+    pruned) run it once."""
+    n_classes = _n_classes(model)
+    rows = []
+    with eval_mode(model):
+        for n_pruned in levels:
+            pruned = ranked[:n_pruned]
+            key = frozenset(pruned)
+            if key not in memo:
+                memo[key] = _correct(model, batches, mask_heads(pruned) if pruned else None, n_classes)
+            correct = memo[key]
+            interval = uncertainty.bootstrap(correct.astype(np.float64))
+            rows.append({"n_pruned": n_pruned, "fraction": n_pruned / len(ranked), "accuracy": float(correct.mean()),
+                         "low": interval.low, "high": interval.high, "pruned": pruned, "correct": correct})
+    return pd.DataFrame(rows)
+
+
 def prune_by_importance(model, split, importance, *, fractions=None, batch_size: int = 128) -> pd.DataFrame:
     """Heads masked cumulatively by increasing ``importance`` (Michel et al.'s Fig. 3): accuracy per level.
 
@@ -285,23 +313,9 @@ def prune_by_importance(model, split, importance, *, fractions=None, batch_size:
     masked Sites, least important first) and ``correct`` (the (N,) bool array behind the
     accuracy, for paired comparisons: :func:`prunable`). One row per level, in the order given.
     """
-    L, h = _shape(model)
-    scores = _check_importance(importance, L, h)
-    sites = list(model.sites)
-    order = np.argsort(np.array([scores[s.layer, s.head] for s in sites]), kind="stable")
-    ranked = [sites[i] for i in order]
-    levels = _levels(fractions, len(sites))
-    batches = _batches(split, batch_size)
-    n_classes = _n_classes(model)
-    rows = []
-    with eval_mode(model):
-        for n_pruned in levels:
-            pruned = ranked[:n_pruned]
-            correct = _correct(model, batches, mask_heads(pruned) if pruned else None, n_classes)
-            interval = uncertainty.bootstrap(correct.astype(np.float64))
-            rows.append({"n_pruned": n_pruned, "fraction": n_pruned / len(sites), "accuracy": float(correct.mean()),
-                         "low": interval.low, "high": interval.high, "pruned": pruned, "correct": correct})
-    return pd.DataFrame(rows)
+    ranked = _ranked(model, importance)
+    levels = _levels(fractions, len(ranked))
+    return _curve(model, _batches(split, batch_size), ranked, levels, {})
 
 
 def prune_randomly(model, split, *, orders: int = 5, seed: int = 0, fractions=None,
@@ -311,13 +325,17 @@ def prune_randomly(model, split, *, orders: int = 5, seed: int = 0, fractions=No
     Order r ranks the heads by ``numpy.random.default_rng([seed, r]).random((L, h))``. Returns
     one row per level: ``n_pruned``, ``fraction``, the ``accuracy`` averaged over the orders,
     its ``min`` and ``max`` over the orders, and ``curves`` (the list of the orders' frames is
-    in ``frame.attrs["orders"]``).
+    in ``frame.attrs["orders"]``). A set of pruned heads that several orders share (none, all)
+    runs once.
     """
     orders = check_positive_int(orders, "orders")
     seed = check_seed(seed)
     L, h = _shape(model)
-    curves = [prune_by_importance(model, split, np.random.default_rng([seed, r]).random((L, h)),
-                                  fractions=fractions, batch_size=batch_size) for r in range(orders)]
+    levels = _levels(fractions, L * h)
+    batches = _batches(split, batch_size)
+    memo: dict = {}
+    curves = [_curve(model, batches, _ranked(model, np.random.default_rng([seed, r]).random((L, h))), levels, memo)
+              for r in range(orders)]
     accuracy = np.stack([c["accuracy"].to_numpy() for c in curves])  # (orders, levels)
     frame = pd.DataFrame({"n_pruned": curves[0]["n_pruned"], "fraction": curves[0]["fraction"],
                           "accuracy": accuracy.mean(0), "min": accuracy.min(0), "max": accuracy.max(0)})

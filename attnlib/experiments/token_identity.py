@@ -77,7 +77,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from .. import portable
+from .. import portable, uncertainty
 from .._checks import as_tensor, check_bool, check_finite, check_positive_int, check_positive_number, check_seed
 from ..train import seeded, training_threads
 
@@ -121,7 +121,9 @@ class TokenIdentity:
     """Output of :func:`token_identifiability`.
 
     frame:          one row per layer x probe x distance: layer, probe, distance, accuracy
-                    (share of test tokens identified), n_tokens (test tokens scored).
+                    (share of test tokens identified), low and high (its 95% Wilson interval
+                    over the test tokens; tokens of one sentence are not independent, so it
+                    is a lower bound on the uncertainty), n_tokens (test tokens scored).
     n_train_tokens: tokens the probes were trained on (after subsampling); 0 when only the
                     naive probe was asked for (nothing to train).
     n_test_tokens:  tokens scored (every real position of the test sentences).
@@ -137,10 +139,13 @@ class TokenIdentity:
         """A copy of :attr:`frame`."""
         return self.frame.copy()
 
-    def pivot(self) -> pd.DataFrame:
-        """Accuracy as a layer x "probe/distance" table, columns in the order computed."""
+    def pivot(self, values: str = "accuracy") -> pd.DataFrame:
+        """Accuracy (or its interval's ``"low"`` or ``"high"`` end) as a layer x "probe/distance"
+        table, columns in the order computed."""
+        if values not in ("accuracy", "low", "high"):
+            raise ValueError(f"values must be 'accuracy', 'low' or 'high', got {values!r}")
         f = self.frame.assign(column=self.frame["probe"] + "/" + self.frame["distance"])
-        table = f.pivot(index="layer", columns="column", values="accuracy")
+        table = f.pivot(index="layer", columns="column", values=values)
         table = table[list(dict.fromkeys(f["column"]))]
         table.columns.name = None
         return table
@@ -533,12 +538,15 @@ def token_identifiability(
                     counts[probe, distance] += (best == truth).sum((0, 2))
 
     n_test = int(lengths[te].sum())
-    rows = [
-        {"layer": layer, "probe": p, "distance": d, "accuracy": float(counts[p, d][i]) / n_test, "n_tokens": n_test}
-        for i, layer in enumerate(layers) for p in probes for d in distances
-    ]
+    rows = []
+    for i, layer in enumerate(layers):
+        for p in probes:
+            for d in distances:
+                share = uncertainty.proportion(int(counts[p, d][i]), n_test)
+                rows.append({"layer": layer, "probe": p, "distance": d, "accuracy": share.estimate,
+                             "low": share.low, "high": share.high, "n_tokens": n_test})
     return TokenIdentity(
-        frame=pd.DataFrame(rows, columns=["layer", "probe", "distance", "accuracy", "n_tokens"]),
+        frame=pd.DataFrame(rows, columns=["layer", "probe", "distance", "accuracy", "low", "high", "n_tokens"]),
         n_train_tokens=int(n_train) if fitted is not None else 0,
         n_test_tokens=n_test,
         chance=float(len(te) / n_test),

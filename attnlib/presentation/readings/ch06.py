@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ... import uncertainty
 from .wording import ENCODER_NAMES
 
 __all__ = [
@@ -46,9 +47,17 @@ def _by_dataset(table: pd.DataFrame, datasets: Sequence[str] = ()) -> pd.DataFra
 
 
 def _check_gaps(gaps: pd.DataFrame) -> None:
-    for c in ("F1 gap (ours)", "F1 gap (W&P)"):
+    for c in ("F1 gap (ours)", "low", "high", "F1 gap (W&P)"):
         if c not in gaps.columns:
-            raise ValueError(f"gaps has no column {c!r}")
+            raise ValueError(f"gaps has no column {c!r} (UniformComparison.gap() gives it)")
+
+
+def _gap_interval(gaps: pd.DataFrame, dataset: str) -> uncertainty.Interval:
+    """Our F1 gap on ``dataset`` with its 95% interval (the paired bootstrap of ``gap()``)."""
+    row = gaps.loc[dataset].iloc[0]
+    return uncertainty.Interval(float(row["F1 gap (ours)"]), float(row["low"]), float(row["high"]), 0)
+
+
 
 
 def scores(table: pd.DataFrame, gaps: pd.DataFrame) -> dict[str, Any]:
@@ -66,14 +75,18 @@ def scores(table: pd.DataFrame, gaps: pd.DataFrame) -> dict[str, Any]:
             for a in ("trained", "uniform"):
                 out[f"ch06_{key}_{short}_{a[0]}"] = float(t.loc[(d, a), m])
         out[f"ch06_{key}_gap"] = float(gaps.loc[d, "F1 gap (ours)"].iloc[0])
+        out[f"ch06_{key}_gap_ci"] = _gap_interval(gaps, d).range_text()
     return out
 
 
-def rt_polarity(table: pd.DataFrame, gaps: pd.DataFrame) -> dict[str, Any]:
-    """On rt-polarity: the F1 gap in points, its direction and size against the paper's, and the
-    direction of accuracy and ROC-AUC.
+def rt_polarity(table: pd.DataFrame, gaps: pd.DataFrame, *, accuracy_change) -> dict[str, Any]:
+    """On rt-polarity: the F1 gap in points, its direction, where the paper's gap falls against our
+    interval (``ch06_rt_vs_paper``: "above", "below" or "within noise of"), and whether the
+    uniform model's accuracy is ahead, behind or level within noise.
 
-    table, gaps: as for :func:`scores` (gaps also with ``F1 gap (W&P)``).
+    table, gaps: as for :func:`scores` (gaps also with ``F1 gap (W&P)``); accuracy_change:
+    :meth:`attnlib.baselines.UniformComparison.accuracy_change` (uniform minus trained, paired
+    over the test sentences).
     """
     t = _by_dataset(table, ["rt-polarity"])
     _check_gaps(gaps)
@@ -83,30 +96,27 @@ def rt_polarity(table: pd.DataFrame, gaps: pd.DataFrame) -> dict[str, Any]:
     out: dict[str, Any] = {
         "ch06_rt_gap_pts": 100 * abs(rt_gap),
         "ch06_rt_f1_dir": ahead(rt.loc["uniform", "F1"], rt.loc["trained", "F1"], "above", "below"),
-        "ch06_rt_vs_paper": ahead(abs(rt_gap), wp_gap, "larger than", "smaller than"),
+        "ch06_rt_vs_paper": _gap_interval(gaps, "rt-polarity").relation_to(wp_gap),
     }
-    for m, short in {"accuracy": "acc", "ROC-AUC": "auc"}.items():
-        out[f"ch06_rt_{short}_dir"] = ahead(rt.loc["uniform", m], rt.loc["trained", m])
+    out["ch06_rt_acc_dir"] = accuracy_change.says("ahead beyond noise", "behind beyond noise", "level within noise")
+    out["ch06_rt_acc_ci"] = accuracy_change.difference.range_text()
     return out
 
 
-def imdb(table: pd.DataFrame, *, encoder: str) -> dict[str, Any]:
-    """On IMDB: on how many of the three measures the uniform model scores higher, and which
-    encoder ran.
+def imdb(table: pd.DataFrame, gaps: pd.DataFrame, *, encoder: str) -> dict[str, Any]:
+    """On IMDB: which encoder ran, and whether its F1 gap (trained minus uniform) is beyond noise
+    (``ch06_imdb_gap_verdict``: "within noise", or "beyond noise" when our interval excludes 0).
 
-    table: as for :func:`scores`; encoder: the IMDB encoder (``"lstm"``, ``"cnn"``,
+    table, gaps: as for :func:`scores`; encoder: the IMDB encoder (``"lstm"``, ``"cnn"``,
     ``"average"``).
     """
     if encoder not in ENCODER_NAMES:
         raise ValueError(f"encoder must be one of {list(ENCODER_NAMES)}, got {encoder!r}")
-    im = _by_dataset(table, ["imdb"]).loc["imdb"]
-    n_up = int(
-        (
-            im.loc["uniform", ["F1", "accuracy", "ROC-AUC"]]
-            > im.loc["trained", ["F1", "accuracy", "ROC-AUC"]]
-        ).sum()
-    )
-    return {"ch06_imdb_n_up": n_up, "ch06_imdb_enc": ENCODER_NAMES[encoder]}
+    _by_dataset(table, ["imdb"])
+    _check_gaps(gaps)
+    within = _gap_interval(gaps, "imdb").contains(0.0)
+    return {"ch06_imdb_enc": ENCODER_NAMES[encoder],
+            "ch06_imdb_gap_verdict": "within noise" if within else "beyond noise"}
 
 
 def long_task(table: pd.DataFrame, *, predicted, labels) -> dict[str, Any]:

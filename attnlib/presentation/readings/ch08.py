@@ -520,29 +520,43 @@ def _table4_intervals(comparison, seed: int):
     return uncertainty.bootstrap(np.stack([comparison.output_tvd, comparison.attention_jsd], axis=1), seed=seed)
 
 
+def _adversary_f1(comparison, labels, seed: int) -> uncertainty.Interval:
+    """The adversary's test F1 with its bootstrap interval: its predictions are the base's where
+    the two decide alike and the other class elsewhere (two classes)."""
+    labels = np.asarray(labels)
+    if labels.shape != comparison.predicted_b.shape:
+        raise ValueError(f"labels must be the test split's, one per instance ({len(comparison.predicted_b)}), "
+                         f"got shape {labels.shape}")
+    predicted = np.where(comparison.same_decision, comparison.predicted_b, 1 - comparison.predicted_b)
+    return uncertainty.f1(labels, predicted, seed=seed)
+
+
 def table4_beside(comparison, frame: pd.DataFrame, *, lam: float, paper: Mapping, scale: float,
-                  seed: int = 0) -> pd.DataFrame:
+                  labels=None, seed: int = 0) -> pd.DataFrame:
     """The adversary W&P's Table 4 rule picks from our sweep, beside their Table 4 row.
 
     ``comparison``: :meth:`LambdaSweep.comparison` at ``lam`` (per-instance TVD and JSD on the
     test split); ``frame``: the sweep's frame; ``paper``: ``published.WP_TABLE4[dataset]``;
-    ``scale``: ``published.WP_LAMBDA_SCALE`` (their λ = l is ours 2 l). Our TVD and JSD carry 95%
-    bootstrap intervals over the test sentences. Rows λ (our scale), λ (W&P's scale), test F1,
-    mean TVD, mean JSD; columns ours, W&P.
+    ``scale``: ``published.WP_LAMBDA_SCALE`` (their λ = l is ours 2 l); ``labels``: the test
+    split's labels, for the interval of our F1 (without them the F1 is shown alone). Our F1, TVD
+    and JSD carry 95% bootstrap intervals over the test sentences. Rows λ (our scale), λ (W&P's
+    scale), test F1, mean TVD, mean JSD; columns ours, W&P.
     """
     fr = _check_frame(frame)
     if not any(np.isclose(float(v), lam) for v in fr.index):
         raise ValueError(f"lam = {lam:g} is not in the sweep ({_lams_text(fr.index)})")
     row = fr.loc[[v for v in fr.index if np.isclose(float(v), lam)][0]]
     tvd, jsd = _table4_intervals(comparison, seed)
+    f1 = f"{float(row['f1']):.3f}" if labels is None else str(_adversary_f1(comparison, labels, seed))
     theirs = {k: float(getattr(paper[k], "value", paper[k])) for k in ("lambda", "f1", "tvd", "jsd")}
     return pd.DataFrame(
         {
-            "ours (rt-polarity)": [f"{lam:g}", f"{lam / scale:g}", f"{float(row['f1']):.3f}", str(tvd), str(jsd)],
+            "ours (rt-polarity)": [f"{lam:g}", f"{lam / scale:g}", f1, str(tvd), str(jsd)],
             "W&P Table 4 (SST)": [f"{theirs['lambda'] * scale:g}", f"{theirs['lambda']:g}", f"{theirs['f1']:.3f}",
                                   f"{theirs['tvd']:.3f}", f"{theirs['jsd']:.3f}"],
         },
-        index=["λ (our loss)", "λ (W&P's loss)", "test F1", "mean TVD [95% interval]", "mean JSD [95% interval]"],
+        index=["λ (our loss)", "λ (W&P's loss)", "test F1" if labels is None else "test F1 [95% interval]",
+               "mean TVD [95% interval]", "mean JSD [95% interval]"],
     )
 
 
@@ -555,8 +569,8 @@ def table4(comparison, *, lam: float, paper: Mapping, scale: float, seed: int = 
     def words(ours, value, what):
         relation = ours.relation_to(value)
         if relation == "within noise of":
-            return f"our {what}, {ours.estimate:.3f} (95% interval {ours.low:.3f} to {ours.high:.3f}), is within noise of theirs ({value:.3f})"
-        return (f"our {what}, {ours.estimate:.3f} (95% interval {ours.low:.3f} to {ours.high:.3f}), "
+            return f"our {what}, {ours.estimate:.3f} (95% interval {ours.range_text()}), is within noise of theirs ({value:.3f})"
+        return (f"our {what}, {ours.estimate:.3f} (95% interval {ours.range_text()}), "
                 f"is {relation} theirs ({value:.3f})")
 
     return {

@@ -12,7 +12,7 @@ import pandas as pd
 
 from .wording import listed
 
-__all__ = ["layer_list", "effective_mass", "token_identity"]
+__all__ = ["layer_list", "effective_mass", "token_identity", "token_identity_beside_brunner"]
 
 _MASS_COLUMNS = tuple(f"{k} {g}" for g in ("[CLS]", "[SEP]", "punctuation") for k in ("raw", "effective"))
 
@@ -102,3 +102,31 @@ def token_identity(table: pd.DataFrame, identity, *, probe_tokens: int, brunner:
     cos_better = all(table.loc[last, f"{p}/cosine"] >= table.loc[last, f"{p}/l2"] for p in ("linear", "mlp"))
     out["ch11_tid_cos"] = "identify more tokens than" if cos_better else "do not always beat"
     return out
+
+
+def token_identity_beside_brunner(identity, *, brunner: Mapping) -> pd.DataFrame:
+    """Our first and last layer's token identifiability beside Brunner et al.'s (their Fig. 2a).
+
+    ``identity``: :class:`attnlib.token_identity.TokenIdentity`; ours carry their 95% Wilson
+    intervals over the test tokens ("0.954 [0.949, 0.958]"). ``brunner``:
+    :data:`attnlib.published.BRUNNER_TOKEN_IDENTITY` (``"first layers (1-2)"`` and one entry per
+    "probe/distance", read from their figure). One row per probe/distance.
+    """
+    table, low, high = (identity.pivot(v) for v in ("accuracy", "low", "high"))
+    first, last = 1, int(table.index.max())
+    if first not in table.index:
+        raise ValueError(f"identity has no layer {first} (the first transformer layer)")
+
+    def ours(layer: int) -> list[str]:
+        return [f"{table.loc[layer, c]:.3f} [{low.loc[layer, c]:.3f}, {high.loc[layer, c]:.3f}]" for c in table.columns]
+
+    last_layers = {k: v.value for k, v in brunner.items() if "/" in k}
+    return pd.DataFrame(
+        {
+            "ours, layer 1 [95% interval]": ours(first),
+            f"ours, layer {last} (last) [95% interval]": ours(last),
+            "Brunner, layers 1-2": [f"{brunner['first layers (1-2)'].value:.2f}"] * len(table.columns),
+            "Brunner, last layers": [f"{last_layers[c]:.2f}" if c in last_layers else "n/a" for c in table.columns],
+        },
+        index=pd.Index(table.columns, name="probe/distance"),
+    )

@@ -14,7 +14,7 @@ import pandas as pd
 from ... import uncertainty
 from .wording import require_columns
 
-__all__ = ["label", "accuracy_and_mass", "mean_shares", "explanations", "erasure"]
+__all__ = ["label", "accuracy_and_mass", "with_intervals", "mean_shares", "explanations", "erasure"]
 
 #: The chapter's two model families, and the short names its glued names use.
 FAMILIES = (("BiLSTM + tanh", "lstm"), ("transformer", "tf"))
@@ -25,15 +25,56 @@ def label(family: str, lam: float) -> str:
     return f"{family}, λ = {lam:g}"
 
 
+_TABLE_COLUMNS = ("accuracy", "impermissible attention (%)", "accuracy, impermissible tokens deleted")
+
+
+def _per_instance(table: pd.DataFrame, kind: str, name: str) -> np.ndarray:
+    """The per-sentence values behind a row's mean, kept by deception_table in ``table.attrs``."""
+    values = table.attrs.get(kind, {}) if isinstance(table.attrs, dict) else {}
+    if name not in values:
+        raise ValueError(f"table.attrs[{kind!r}] has no values for {name!r}: pass deception_table's frame, "
+                         "which keeps the per-sentence values behind its means")
+    return np.asarray(values[name], dtype=np.float64)
+
+
+def _accuracy_change(table: pd.DataFrame, family: str, lam: float) -> uncertainty.Comparison:
+    """Accuracy without the penalty minus with it (λ = ``lam``): paired over the same test sentences."""
+    return uncertainty.compare(_per_instance(table, "correct", label(family, 0.0)),
+                               _per_instance(table, "correct", label(family, lam)), paired=True)
+
+
+def _keeps(change: uncertainty.Comparison) -> str:
+    return change.says("loses accuracy beyond noise", "gains accuracy beyond noise", "keeps its accuracy within noise")
+
+
+def with_intervals(table: pd.DataFrame, *, seed: int = 0) -> pd.DataFrame:
+    """The deception table to show: accuracy and impermissible attention with their 95% bootstrap
+    intervals over the test sentences ("0.692 [0.661, 0.723]"), the tokens' share and the accuracy
+    with the impermissible tokens deleted as they are (3 decimals)."""
+    require_columns(table, _TABLE_COLUMNS, "table")
+    rows = {}
+    for name in table.index:
+        accuracy = uncertainty.bootstrap(_per_instance(table, "correct", name), seed=seed)
+        mass = uncertainty.bootstrap(_per_instance(table, "mass", name), seed=seed)
+        rows[name] = {"accuracy [95% interval]": str(accuracy),
+                      "impermissible attention (%) [95% interval]": str(mass),
+                      **{c: f"{float(table.loc[name, c]):.3f}" for c in table.columns
+                         if c not in ("accuracy", "impermissible attention (%)", "n")}}
+    out = pd.DataFrame.from_dict(rows, orient="index")
+    out.index.name = table.index.name
+    return out
+
+
 def accuracy_and_mass(table: pd.DataFrame, summary: pd.Series, *, top: float) -> dict[str, Any]:
     """The reading of the deception table: accuracy and attention mass without and with the penalty.
 
-    ``table``: :func:`attnlib.deception.deception_table`'s frame, rows named by :func:`label`,
-    with the column "accuracy, impermissible tokens deleted" added; ``summary``: the task's
-    summary (with "impermissible tokens (mean share)"); ``top``: the largest λ trained.
+    ``table``: :func:`attnlib.deception.deception_table`'s frame (with its per-sentence values
+    in ``attrs``), rows named by :func:`label`, with the column "accuracy, impermissible tokens
+    deleted" added; ``summary``: the task's summary (with "impermissible tokens (mean share)");
+    ``top``: the largest λ trained. A model "keeps its accuracy" when the paired 95% interval
+    of the change over the test sentences contains 0, and loses (or gains) it only beyond noise.
     """
-    require_columns(table, ("accuracy", "impermissible attention (%)",
-                  "accuracy, impermissible tokens deleted"), "table")
+    require_columns(table, _TABLE_COLUMNS, "table")
     out: dict[str, Any] = {
         "ch13_top_lambda": f"{top:g}",
         "ch13_share": float(summary["impermissible tokens (mean share)"]),
@@ -45,10 +86,7 @@ def accuracy_and_mass(table: pd.DataFrame, summary: pd.Series, *, top: float) ->
             out[f"{tag}_acc"] = float(row["accuracy"])
             out[f"{tag}_mass"] = float(row["impermissible attention (%)"])
             out[f"{tag}_deleted"] = float(row["accuracy, impermissible tokens deleted"])
-    drop = {
-        f: float(table.loc[label(f, 0.0), "accuracy"] - table.loc[label(f, top), "accuracy"])
-        for f, _ in FAMILIES
-    }
+    change = {f: _accuracy_change(table, f, top) for f, _ in FAMILIES}
     lstm_top_acc = float(table.loc[label("BiLSTM + tanh", top), "accuracy"])
     lstm_rows = [i for i in table.index if str(i).startswith("BiLSTM + tanh, λ = ")]
     lstm_lams = sorted(float(str(i).rsplit("= ", 1)[1]) for i in lstm_rows)
@@ -56,29 +94,25 @@ def accuracy_and_mass(table: pd.DataFrame, summary: pd.Series, *, top: float) ->
     at = [lam for lam in lstm_lams if abs(lam - pruthi_lam) < 1e-12]
     if at:
         acc_at = float(table.loc[label("BiLSTM + tanh", at[0]), "accuracy"])
-        lost = float(table.loc[label("BiLSTM + tanh", 0.0), "accuracy"]) - acc_at >= 0.03
+        lost = _accuracy_change(table, "BiLSTM + tanh", at[0]).verdict == "higher"
         out["ch13_lstm_at_pruthi"] = (
             f"ours goes from {out['ch13_lstm_0_acc']:.3f} to {acc_at:.3f} at λ = {pruthi_lam:g}, "
-            + ("so at the same λ both lose much of their accuracy"
-               if lost else "so at the same λ ours keeps its accuracy where theirs does not")
+            + ("so at the same λ both lose accuracy (ours beyond noise)"
+               if lost else "so at the same λ ours keeps its accuracy within noise, where theirs does not")
         )
     else:
         out["ch13_lstm_at_pruthi"] = f"we trained no BiLSTM at λ = {pruthi_lam:g} in this profile"
+    for family, short in FAMILIES:
+        d = change[family].difference
+        out[f"ch13_{short}_drop"] = d.estimate
+        out[f"ch13_{short}_drop_ci"] = d.range_text()
+        out[f"ch13_{short}_verdict"] = _keeps(change[family])
     out.update(
         {
-            "ch13_lstm_drop": drop["BiLSTM + tanh"],
-            "ch13_tf_drop": drop["transformer"],
             "ch13_deleted_max": float(table["accuracy, impermissible tokens deleted"].max()),
-            "ch13_lstm_verdict": (
-                "keeps its accuracy"
-                if drop["BiLSTM + tanh"] < 0.03
-                else "loses much of its accuracy"
-            ),
-            "ch13_lstm_state": (
-                "near chance" if lstm_top_acc < 0.55 else f"at {lstm_top_acc:.3f}"
-            ),
-            "ch13_tf_verdict": (
-                "keeps most of its accuracy" if drop["transformer"] < 0.05 else "loses accuracy"
+            "ch13_lstm_state": (  # chance: 0.5 within the accuracy's 95% interval
+                "at chance" if uncertainty.bootstrap(_per_instance(table, "correct", label("BiLSTM + tanh", top)))
+                .contains(0.5) else f"at {lstm_top_acc:.3f}"
             ),
         }
     )

@@ -108,6 +108,11 @@ def test_ranks_best_rank_and_eraser_directions():
     assert out["ch15_bilstm_att_ap_rank"] == "1=" and out["ch15_average_att_ap_rank"] == "2"
     assert out["ch15_bilstm_comp_best"] == "gradient × input" and out["ch15_bilstm_att_comp_rank"] == "2"
     assert out["ch15_bilstm_suff_best"] == "attention"
+    assert out["ch15_bilstm_summary"] == (
+        "For the BiLSTM, the most plausible ranking against the truth is attention and gradient × input (tied "
+        "within noise); the most comprehensive on rt-polarity, gradient × input; the most sufficient, attention. "
+        "Attention ranks 1=, 2 and 1 in these three columns, among 5 methods.")
+    assert out["ch15_average_summary"].startswith("For the Average model, the most plausible ranking")
     assert out["ch15_bilstm_eraser_comp"] == "more comprehensive than"
     assert out["ch15_average_eraser_comp"] == "less comprehensive than"
     assert out["ch15_bilstm_eraser_ap"] == "less plausible than"

@@ -16,6 +16,7 @@ import pandas as pd
 from ... import uncertainty
 from ...experiments import faithfulness
 from ...experiments.explanations import METHODS
+from .wording import listed
 
 __all__ = [
     "SHORT",
@@ -126,10 +127,18 @@ def ranks(ranked: dict, columns: dict, n_methods: dict) -> dict[str, Any]:
             ("sufficiency AOPC, rt", "suff"),
         ):
             first = table.best(column, exclude=["random"])
-            out[f"ch15_{key}_{short}_best"] = " and ".join(first) + (
+            out[f"ch15_{key}_{short}_best"] = listed(first) + (
                 " (tied within noise)" if len(first) > 1 else ""
             )
             out[f"ch15_{key}_att_{short}_rank"] = _rank_text(table, column)
+        name = "the Average model" if key == "average" else f"the {family}"
+        out[f"ch15_{key}_summary"] = (
+            f"For {name}, the most plausible ranking against the truth is {out[f'ch15_{key}_ap_best']}; "
+            f"the most comprehensive on rt-polarity, {out[f'ch15_{key}_comp_best']}; the most sufficient, "
+            f"{out[f'ch15_{key}_suff_best']}. Attention ranks {out[f'ch15_{key}_att_ap_rank']}, "
+            f"{out[f'ch15_{key}_att_comp_rank']} and {out[f'ch15_{key}_att_suff_rank']} in these three "
+            f"columns, among {n_methods[family]} methods."
+        )
         # ERASER's two directions, sentence by sentence (paired intervals)
         comp = columns[family]["comprehensiveness AOPC, rt"]
         ap = columns[family]["AP, synthetic"]

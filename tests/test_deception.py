@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
@@ -297,14 +298,16 @@ def test_penalty_hides_attention_and_lambda_0_is_train_model(small, tmp_path, mo
 
     table = deception_table({"λ=0": plain, "λ=1": hidden.model}, small.test)
     assert list(table.index) == ["λ=0", "λ=1"] and table.index.name == "model"
-    assert list(table.columns) == ["accuracy", "impermissible attention (%)", "impermissible tokens (%)", "n"]
+    assert list(table.columns) == ["accuracy", "impermissible attention (%)", "impermissible tokens (%)", "n",
+                                   "correct", "mass"]
     assert table.loc["λ=1", "impermissible attention (%)"] == pytest.approx(100 * hidden.mass["test"])
     assert table.loc["λ=0", "accuracy"] == pytest.approx(plain.test["accuracy"])
     assert (table["n"] == len(small.test)).all()
     for name in table.index:  # the per-instance values behind both means, for intervals
-        assert table.attrs["correct"][name].mean() == table.loc[name, "accuracy"]
-        assert table.attrs["mass"][name].mean() == pytest.approx(table.loc[name, "impermissible attention (%)"])
-        assert len(table.attrs["mass"][name]) == len(small.test)
+        assert table.at[name, "correct"].mean() == table.loc[name, "accuracy"]
+        assert table.at[name, "mass"].mean() == pytest.approx(table.loc[name, "impermissible attention (%)"])
+        assert len(table.at[name, "mass"]) == len(small.test)
+    assert len(pd.concat([table, table])) == 4  # a reader may stack two tables
     removed = deception_table({"λ=1": hidden}, small.test.remove_tokens(small.test.rationales))
     assert removed.loc["λ=1", "impermissible attention (%)"] == 0.0
 

@@ -42,13 +42,13 @@ def _table(lstm=(0.75, 0.74), tf=(0.78, 0.70), deleted=(0.5, 0.51, 0.49, 0.52), 
             label("transformer", TOP): (tf[1], 0.002, deleted[3])}
     table = pd.DataFrame.from_dict(rows, orient="index",
                                    columns=["accuracy", "impermissible attention (%)", DELETED])
-    return _with_attrs(table, shift)
+    return _with_values(table, shift)
 
 
-def _with_attrs(table, shift=60):
+def _with_values(table, shift=60):
     """deception_table's per-sentence values behind each row's accuracy and mass."""
-    table.attrs = {"correct": {n: _correct(a, 0 if n.endswith("λ = 0") else shift) for n, a in table["accuracy"].items()},
-                   "mass": {n: np.full(N, m) for n, m in table["impermissible attention (%)"].items()}}
+    table["correct"] = [_correct(a, 0 if n.endswith("λ = 0") else shift) for n, a in table["accuracy"].items()]
+    table["mass"] = [np.full(N, m) for m in table["impermissible attention (%)"]]
     return table
 
 
@@ -88,8 +88,7 @@ def test_identical_models_keep_their_accuracy():
 
 
 def test_the_reading_needs_the_per_sentence_values():
-    bare = _table()
-    bare.attrs = {}
+    bare = _table().drop(columns=["correct"])
     with pytest.raises(ValueError, match="per-sentence values"):
         ch13.accuracy_and_mass(bare, SUMMARY, top=TOP)
 
@@ -189,9 +188,9 @@ def test_the_bilstm_is_compared_with_pruthi_at_the_same_lambda():
     t = _table()
     assert "no BiLSTM at λ = 0.1" in ch13.accuracy_and_mass(t, SUMMARY, top=TOP)["ch13_lstm_at_pruthi"]
     rows = dict(zip(t.columns, (0.53, 0.02, 0.5)))
-    lost = _with_attrs(pd.concat([t, pd.DataFrame([rows], index=[label("BiLSTM + tanh", 0.1)])]))
+    lost = _with_values(pd.concat([t, pd.DataFrame([rows], index=[label("BiLSTM + tanh", 0.1)])]))
     words = ch13.accuracy_and_mass(lost, SUMMARY, top=TOP)["ch13_lstm_at_pruthi"]
     assert words == "ours goes from 0.750 to 0.530 at λ = 0.1, so at the same λ both lose accuracy (ours beyond noise)"
-    kept = _with_attrs(pd.concat([t, pd.DataFrame([dict(rows, accuracy=0.74)], index=[label("BiLSTM + tanh", 0.1)])]))
+    kept = _with_values(pd.concat([t, pd.DataFrame([dict(rows, accuracy=0.74)], index=[label("BiLSTM + tanh", 0.1)])]))
     assert "ours keeps its accuracy within noise, where theirs does not" in ch13.accuracy_and_mass(
         kept, SUMMARY, top=TOP)["ch13_lstm_at_pruthi"]

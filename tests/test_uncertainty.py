@@ -277,9 +277,14 @@ def test_f1_interval_agrees_with_scipys_bootstrap_of_the_ratio():
     labels = rng.integers(0, 2, 400)
     predicted = np.where(rng.random(400) < 0.8, labels, 1 - labels)
     iv = U.f1(labels, predicted, resamples=4000)
-    ref = scipy.stats.bootstrap((labels, predicted), lambda y, p: f1_score(y, p, zero_division=0), paired=True,
-                                vectorized=False, n_resamples=2000, method="percentile",
-                                random_state=0).confidence_interval
+
+    def f1_of(y, p, axis=-1):  # scikit-learn's F1, on scipy's resamples (vectorized: one row per resample)
+        tp = np.sum((y == 1) & (p == 1), axis=axis)
+        return 2 * tp / (2 * tp + np.sum(y != p, axis=axis))
+
+    assert f1_of(labels, predicted) == pytest.approx(f1_score(labels, predicted))
+    ref = scipy.stats.bootstrap((labels, predicted), f1_of, paired=True, vectorized=True, n_resamples=4000,
+                                method="percentile", random_state=0).confidence_interval
     assert iv.low == pytest.approx(ref.low, abs=0.012) and iv.high == pytest.approx(ref.high, abs=0.012)
 
 

@@ -230,8 +230,9 @@ def deception_table(models, split, *, batch_size: int = 256) -> pd.DataFrame:
     tokens that are impermissible (what uniform attention would give them); ``n``. Runs in
     eval mode without gradients, in length-bucketed batches; each model's mode is restored.
 
-    The per-instance values behind the two means are kept in ``frame.attrs``: ``"correct"``
-    (name -> (N,) bool) and ``"mass"`` (name -> (N,) float, 100 alpha^T m), for intervals
+    The per-instance values behind the two means are kept in two more columns, one array per
+    row (as :func:`attnlib.head_importance.prune_by_importance` keeps ``correct``): ``correct``
+    ((N,) bool) and ``mass`` ((N,) float, 100 alpha^T m), for intervals
     (:func:`attnlib.uncertainty.bootstrap`) and paired comparisons of two models.
     """
     if not isinstance(models, Mapping) or not models:
@@ -241,7 +242,7 @@ def deception_table(models, split, *, batch_size: int = 256) -> pd.DataFrame:
     lengths = split.lengths()
     marked = np.fromiter(map(np.count_nonzero, split.rationales), dtype=np.float64, count=len(split))
     share = float(np.mean(np.divide(marked, lengths, out=np.zeros(len(split)), where=lengths > 0)))
-    rows, correct, masses = {}, {}, {}
+    rows = {}
     for name, model in models.items():
         if not isinstance(name, str):
             raise ValueError(f"model names must be str, got {name!r}")
@@ -249,16 +250,17 @@ def deception_table(models, split, *, batch_size: int = 256) -> pd.DataFrame:
         if not isinstance(module, nn.Module):
             raise ValueError(f"models[{name!r}] must be a TrainedModel or a torch model, got {type(model).__name__}")
         probs, mass = _outputs(module, split, batch_size)
-        correct[name], masses[name] = probs.argmax(-1) == np.asarray(split.labels), 100.0 * mass
+        correct = probs.argmax(-1) == np.asarray(split.labels)
         rows[name] = {
-            "accuracy": float(np.mean(correct[name])),
+            "accuracy": float(np.mean(correct)),
             "impermissible attention (%)": 100.0 * float(mass.mean()),
             "impermissible tokens (%)": 100.0 * share,
             "n": len(split),
+            "correct": correct,
+            "mass": 100.0 * mass,
         }
     frame = pd.DataFrame.from_dict(rows, orient="index")
     frame.index.name = "model"
-    frame.attrs = {"correct": correct, "mass": masses}
     return frame
 
 

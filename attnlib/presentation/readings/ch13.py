@@ -29,12 +29,11 @@ _TABLE_COLUMNS = ("accuracy", "impermissible attention (%)", "accuracy, impermis
 
 
 def _per_instance(table: pd.DataFrame, kind: str, name: str) -> np.ndarray:
-    """The per-sentence values behind a row's mean, kept by deception_table in ``table.attrs``."""
-    values = table.attrs.get(kind, {}) if isinstance(table.attrs, dict) else {}
-    if name not in values:
-        raise ValueError(f"table.attrs[{kind!r}] has no values for {name!r}: pass deception_table's frame, "
+    """The per-sentence values behind a row's mean: deception_table's ``correct`` or ``mass`` column."""
+    if kind not in table.columns or name not in table.index:
+        raise ValueError(f"table has no {kind!r} values for {name!r}: pass deception_table's frame, "
                          "which keeps the per-sentence values behind its means")
-    return np.asarray(values[name], dtype=np.float64)
+    return np.asarray(table.at[name, kind], dtype=np.float64)
 
 
 def _accuracy_change(table: pd.DataFrame, family: str, lam: float) -> uncertainty.Comparison:
@@ -59,7 +58,7 @@ def with_intervals(table: pd.DataFrame, *, seed: int = 0) -> pd.DataFrame:
         rows[name] = {"accuracy [95% interval]": str(accuracy),
                       "impermissible attention (%) [95% interval]": str(mass),
                       **{c: f"{float(table.loc[name, c]):.3f}" for c in table.columns
-                         if c not in ("accuracy", "impermissible attention (%)", "n")}}
+                         if c not in ("accuracy", "impermissible attention (%)", "n", "correct", "mass")}}
     out = pd.DataFrame.from_dict(rows, orient="index")
     out.index.name = table.index.name
     return out
@@ -69,7 +68,7 @@ def accuracy_and_mass(table: pd.DataFrame, summary: pd.Series, *, top: float) ->
     """The reading of the deception table: accuracy and attention mass without and with the penalty.
 
     ``table``: :func:`attnlib.deception.deception_table`'s frame (with its per-sentence values
-    in ``attrs``), rows named by :func:`label`, with the column "accuracy, impermissible tokens
+    in ``correct`` and ``mass``), rows named by :func:`label`, with the column "accuracy, impermissible tokens
     deleted" added; ``summary``: the task's summary (with "impermissible tokens (mean share)");
     ``top``: the largest λ trained. A model "keeps its accuracy" when the paired 95% interval
     of the change over the test sentences contains 0, and loses (or gains) it only beyond noise.

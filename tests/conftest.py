@@ -8,24 +8,6 @@ settings.register_profile("default", derandomize=True, database=None)
 settings.register_profile("explore", derandomize=False)
 settings.load_profile("default")
 
-#: The slowest unit-test files, slowest first (measured with ``pytest -n 2 tests --durations=25``:
-#: the grader's sandboxed runs, the golden digest's trainings, the grader's timeout, captum's IG).
-#: pytest-xdist hands tests out in collection order, so these start first and two workers finish
-#: together instead of one waiting on a long test that started last. Chapters (nbval) keep their
-#: place ahead of them.
-SLOW_FIRST = ("test_grader_security.py", "test_train.py", "test_classroom.py", "test_explanations.py",
-              "test_contracts.py")
-
-
-def pytest_collection_modifyitems(session, config, items):
-    def rank(item) -> int:
-        name = item.path.name
-        if item.path.suffix == ".ipynb":
-            return -1
-        return SLOW_FIRST.index(name) if name in SLOW_FIRST else len(SLOW_FIRST)
-
-    items.sort(key=rank)  # stable: the order within each file, and among the others, is kept
-
 
 @pytest.fixture(autouse=True)
 def _private_cache(tmp_path, monkeypatch):

@@ -79,20 +79,23 @@ class UniformComparison:
     labels: np.ndarray | None = None  # the test split's labels
     predicted: dict = field(default_factory=dict)  # (encoder, "trained" | "uniform") -> (N,) test predictions
 
+    def _pair(self, encoder: str) -> tuple[np.ndarray, np.ndarray]:
+        """The (trained, uniform) test predictions of ``encoder``, or a clear ValueError."""
+        if (encoder, "trained") not in self.predicted:
+            raise ValueError(f"no {encoder!r} models in this comparison (encoders: {sorted({e for e, _ in self.predicted})})")
+        return self.predicted[encoder, "trained"], self.predicted[encoder, "uniform"]
+
     def f1_gap(self, encoder: str, *, seed: int = 0):
         """F1 with trained attention against F1 with uniform attention, on the same test sentences:
         an :class:`attnlib.uncertainty.Comparison` (paired bootstrap over the sentences)."""
-        if (encoder, "trained") not in self.predicted:
-            raise ValueError(f"no {encoder!r} models in this comparison (encoders: {sorted({e for e, _ in self.predicted})})")
-        return uncertainty.compare_f1(self.labels, self.predicted[encoder, "trained"], self.predicted[encoder, "uniform"],
-                                      seed=seed)
+        trained, uniform = self._pair(encoder)
+        return uncertainty.compare_f1(self.labels, trained, uniform, seed=seed)
 
     def accuracy_change(self, encoder: str, *, seed: int = 0):
         """Accuracy with uniform attention minus accuracy with trained attention, on the same test
         sentences: an :class:`attnlib.uncertainty.Comparison` (paired bootstrap)."""
-        if (encoder, "trained") not in self.predicted:
-            raise ValueError(f"no {encoder!r} models in this comparison (encoders: {sorted({e for e, _ in self.predicted})})")
-        right = {w: (self.predicted[encoder, w] == self.labels).astype(np.float64) for w in ("uniform", "trained")}
+        trained, uniform = self._pair(encoder)
+        right = {w: (p == self.labels).astype(np.float64) for w, p in (("trained", trained), ("uniform", uniform))}
         return uncertainty.compare(right["uniform"], right["trained"], paired=True, seed=seed)
 
     def gap(self) -> pd.DataFrame:

@@ -104,3 +104,19 @@ def test_rationale_ignores_random_even_when_it_is_best():
     assert out["ch14_syn_best_ap"] == pytest.approx(1.0)
     with pytest.raises(ValueError, match="average precision"):
         ch14.rationale(recovery.drop(columns="average precision"), scores, rationales, accuracy=0.9)
+
+
+def test_beside_abnar_gives_ours_their_interval_and_theirs_their_six_layers():
+    from attnlib import published
+
+    rho = _rho({"loo": (0.1, 0.5, 0.3), "gradient": (0.3, 0.1, 0.1)}, layers=4)
+    table = _table(rho)
+    both = ch14.beside_abnar(table, published.ABNAR_CORRELATION)
+    ours, theirs = dict.fromkeys(both.columns.get_level_values(0))
+    assert ours == "ours (rt-polarity, 4 layers), mean ±95%" and theirs == "A&Z (agreement task, 6 layers)"
+    assert list(both[ours].columns) == ["L1", "L2", "L3", "L4"] and list(both[theirs].columns) == [f"L{i}" for i in range(1, 7)]
+    row = table[(table.measure == "loo") & (table.method == "rollout") & (table.layer == 4)].iloc[0]
+    assert both.loc[("loo", "rollout"), (ours, "L4")] == f"{row['mean']:.2f} ±0.02"  # half of [mean-0.02, mean+0.02]
+    assert both.loc[("loo", "raw attention"), (theirs, "L1")] == "0.69"  # their Table 1
+    with pytest.raises(ValueError, match="low"):
+        ch14.beside_abnar(table.drop(columns="low"), published.ABNAR_CORRELATION)

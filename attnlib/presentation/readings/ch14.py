@@ -13,10 +13,31 @@ from ... import uncertainty
 from ...experiments import faithfulness
 from .wording import listed, require_columns
 
-__all__ = ["correlations", "rationale"]
+__all__ = ["beside_abnar", "correlations", "rationale"]
 
 #: The three relevance methods, and the short names the glued names use.
 _METHODS = (("raw attention", "raw"), ("rollout", "roll"), ("flow", "flow"))
+
+
+def beside_abnar(table: pd.DataFrame, paper: dict) -> pd.DataFrame:
+    """Our mean rho per layer, with the half-width of its 95% interval ("0.19 ±0.03"), beside Abnar &
+    Zuidema's Tables 1-2 per layer.
+
+    ``table``: :func:`attnlib.flow.layer_correlations`' frame (measure, method, layer, mean, low,
+    high); ``paper``: :data:`attnlib.published.ABNAR_CORRELATION` ({(measure, method): one value per
+    layer}). Rows (measure, method); columns ours L1.., then theirs L1.. (their model has 6 layers).
+    """
+    require_columns(table, ("measure", "method", "layer", "mean", "low", "high"), "table")
+    cells = table.assign(cell=[f"{m:.2f} ±{(h - lo) / 2:.2f}" for m, lo, h in zip(table["mean"], table["low"], table["high"])])
+    ours = cells.pivot(index=["measure", "method"], columns="layer", values="cell")
+    ours.columns = [f"L{c}" for c in ours.columns]
+    theirs = pd.DataFrame({key: [f"{p.value:.2f}" for p in values] for key, values in paper.items()},
+                          index=[f"L{i}" for i in range(1, 1 + max(len(v) for v in paper.values()))]).T
+    theirs.index.names = ["measure", "method"]
+    n_layers = int(table["layer"].max())
+    both = pd.concat({f"ours (rt-polarity, {n_layers} layers), mean ±95%": ours,
+                      f"A&Z (agreement task, {len(theirs.columns)} layers)": theirs}, axis=1)
+    return both.fillna("n/a")
 
 
 def correlations(table: pd.DataFrame, rho: dict, *, n: int) -> dict[str, Any]:

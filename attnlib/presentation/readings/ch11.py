@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from ... import uncertainty
 from .wording import listed
 
 __all__ = ["layer_list", "effective_mass", "token_identity", "token_identity_beside_brunner"]
@@ -118,7 +119,8 @@ def token_identity_beside_brunner(identity, *, brunner: Mapping) -> pd.DataFrame
         raise ValueError(f"identity has no layer {first} (the first transformer layer)")
 
     def ours(layer: int) -> list[str]:
-        return [f"{table.loc[layer, c]:.3f} [{low.loc[layer, c]:.3f}, {high.loc[layer, c]:.3f}]" for c in table.columns]
+        return [str(uncertainty.Interval(table.loc[layer, c], low.loc[layer, c], high.loc[layer, c], identity.n_test_tokens))
+                for c in table.columns]
 
     last_layers = {k: v.value for k, v in brunner.items() if "/" in k}
     return pd.DataFrame(

@@ -28,7 +28,8 @@ def beside_abnar(table: pd.DataFrame, paper: dict) -> pd.DataFrame:
     layer}). Rows (measure, method); columns ours L1.., then theirs L1.. (their model has 6 layers).
     """
     require_columns(table, ("measure", "method", "layer", "mean", "low", "high"), "table")
-    cells = table.assign(cell=[f"{m:.2f} ±{(h - lo) / 2:.2f}" for m, lo, h in zip(table["mean"], table["low"], table["high"])])
+    cells = table.assign(cell=[f"{m:.2f} ±{uncertainty.Interval(m, lo, h, 0).half_width:.2f}"
+                               for m, lo, h in zip(table["mean"], table["low"], table["high"])])
     ours = cells.pivot(index=["measure", "method"], columns="layer", values="cell")
     ours.columns = [f"L{c}" for c in ours.columns]
     theirs = pd.DataFrame({key: [f"{p.value:.2f}" for p in values] for key, values in paper.items()},

@@ -89,6 +89,17 @@ def test_pytest_counts_are_read_from_the_closing_line():
     assert gpu_check.parse_pytest_counts("nothing here") == {}
 
 
+def test_failures_are_named_also_when_a_timeout_cut_the_run_before_its_summary():
+    cut = ("[gw1] [ 10%] PASSED tests/test_a.py::test_ok \n"
+           "[gw0] [ 12%] FAILED tests/test_a.py::test_bad[cuda-1] \n"
+           "[gw3] [ 13%] ERROR tests/test_b.py::test_fixture \n")
+    assert gpu_check.parse_pytest_failures(cut) == ["FAILED tests/test_a.py::test_bad[cuda-1]",
+                                                    "ERROR tests/test_b.py::test_fixture"]
+    whole = cut + "FAILED tests/test_a.py::test_bad[cuda-1] - AssertionError: x\n1 failed in 2s\n"
+    assert gpu_check.parse_pytest_failures(whole) == gpu_check.parse_pytest_failures(cut)
+    assert "-v" in gpu_check.unit_command() and "-q" not in gpu_check.unit_command()
+
+
 def _warns(ctx):
     import warnings
 

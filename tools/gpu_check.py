@@ -544,7 +544,8 @@ _COUNT = re.compile(r"(\d+) (passed|failed|errors?|skipped|deselected|xfailed|xp
 
 def unit_command(extra=()) -> list[str]:
     """``python -m pytest tests`` without the CPU-specific tests (:data:`UNIT_EXCLUDED`); no -x."""
-    cmd = [sys.executable, "-m", "pytest", "tests", "-q", "-p", "no:cacheprovider", "-rfE"]
+    # -v: one line per test as it ends, so a run cut short by a timeout still names its failures
+    cmd = [sys.executable, "-m", "pytest", "tests", "-v", "-p", "no:cacheprovider", "-rfE"]
     for path in UNIT_EXCLUDED:
         cmd += ["--deselect", path] if "::" in path else ["--ignore", path]
     return cmd + list(extra)
@@ -562,6 +563,20 @@ def parse_pytest_counts(text: str) -> dict:
     return counts
 
 
+_OUTCOME = re.compile(r"\b(FAILED|ERROR) (tests/\S+::\S+)")
+
+
+def parse_pytest_failures(text: str) -> list[str]:
+    """'FAILED tests/x.py::test_y' for every failing or erroring test in pytest's output, once each,
+    in order: from ``-v``'s per-test lines (``[gw2] [ 40%] FAILED tests/...``, which a run stopped
+    by a timeout has too) and from ``-rfE``'s closing summary (``FAILED tests/... - message``)."""
+    seen: dict[str, None] = {}
+    for line in text.splitlines():
+        for kind, node in _OUTCOME.findall(line):
+            seen.setdefault(f"{kind} {node}")
+    return list(seen)
+
+
 def run_unit_tests(*, extra=(), timeout=None, printer=print) -> Outcome:
     cmd = unit_command(extra)
     printer("unit tests: " + " ".join(cmd[1:]))
@@ -573,9 +588,8 @@ def run_unit_tests(*, extra=(), timeout=None, printer=print) -> Outcome:
         text = (err.stdout or b"").decode(errors="replace") if isinstance(err.stdout, bytes) else (err.stdout or "")
         rc = None
     seconds = time.perf_counter() - start
-    for line in text.splitlines():
-        if line.startswith(("FAILED ", "ERROR ")):
-            printer("  " + line[:300])
+    for failure in parse_pytest_failures(text):
+        printer("  " + failure[:300])
     counts = parse_pytest_counts(text)
     shown = ", ".join(f"{n} {k}" for k, n in counts.items()) or "no test counts"
     name = "pytest tests (the unit tests, on the device)"

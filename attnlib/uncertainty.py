@@ -8,7 +8,8 @@ share, a flip fraction, an accuracy) is a mean over sentences, and the sentences
   several, resampled together so that columns measured on the same sentences stay paired);
 * :func:`compare` -- two such means, on the same sentences (paired) or on two groups
   (independent): the interval of their *difference*, and a verdict, ``"higher"``, ``"lower"`` or
-  ``"within noise"`` (the interval of the difference contains 0);
+  ``"within noise"`` (the interval of the difference contains 0; for paired right/wrong
+  outcomes also when McNemar's exact test, :func:`mcnemar_exact`, does not reject);
 * :func:`f1` and :func:`compare_f1` -- F1, which is not a mean over sentences but a ratio of two
   (2 TP / (2 TP + FP + FN)): the same bootstrap resamples the sentences and recomputes the ratio,
   for one model or for the paired difference of two models on the same sentences;
@@ -40,7 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Interval", "Comparison", "RankedTable", "bootstrap", "compare", "f1", "compare_f1", "proportion", "rank", "ranks_from_wins", "rank_columns", "seed_interval",
+__all__ = ["Interval", "Comparison", "RankedTable", "bootstrap", "compare", "mcnemar_exact", "f1", "compare_f1", "proportion", "rank", "ranks_from_wins", "rank_columns", "seed_interval",
            "normal_p", "normal_interval", "holm", "welch", "LEVEL", "RESAMPLES", "WITHIN_NOISE"]
 
 #: the confidence level of every interval in the book
@@ -107,16 +108,28 @@ class Interval:
 
 @dataclass(frozen=True)
 class Comparison:
-    """Two means and the interval of their difference ``a - b``; ``verdict`` reads it."""
+    """Two means and the interval of their difference ``a - b``; ``verdict`` reads it.
+
+    ``p_exact``: for paired 0/1 outcomes (right or wrong per sentence), the two-sided p-value of
+    McNemar's exact test on the discordant pairs; None otherwise."""
 
     a: Interval
     b: Interval
     difference: Interval
     paired: bool
+    p_exact: float | None = None
 
     @property
     def verdict(self) -> str:
-        """``"higher"`` (a above b beyond noise), ``"lower"``, or :data:`WITHIN_NOISE`."""
+        """``"higher"`` (a above b beyond noise), ``"lower"``, or :data:`WITHIN_NOISE`.
+
+        Beyond noise means that the interval of the difference excludes 0 and, for paired 0/1
+        outcomes, that McNemar's exact test agrees (``p_exact`` below 1 - level): with few
+        discordant pairs the bootstrap interval is too narrow (five sentences that one model gets
+        right and the other wrong, and none the other way, give a bootstrap interval that excludes
+        0, but an exact p of 2 * 0.5**5 = 0.0625)."""
+        if self.p_exact is not None and not self.p_exact < 1 - self.difference.level:
+            return WITHIN_NOISE
         if self.difference.low > 0:
             return "higher"
         if self.difference.high < 0:
@@ -240,7 +253,9 @@ def compare(a, b, *, paired: bool, level: float = LEVEL, resamples: int = RESAMP
         both = ~(np.isnan(ca) | np.isnan(cb))
         pair = np.stack([ca[both], cb[both], ca[both] - cb[both]], axis=1)
         ia, ib, diff = bootstrap(pair, level=level, resamples=resamples, seed=seed)
-        return Comparison(ia, ib, diff, paired=True)
+        binary = bool(np.isin(pair[:, :2], (0.0, 1.0)).all()) and len(pair) > 0
+        return Comparison(ia, ib, diff, paired=True,
+                          p_exact=mcnemar_exact(pair[:, 0], pair[:, 1]) if binary else None)
     ia = bootstrap(ca, level=level, resamples=resamples, seed=seed)
     ib = bootstrap(cb, level=level, resamples=resamples, seed=seed + 1)
     va, vb = ca[~np.isnan(ca)], cb[~np.isnan(cb)]
@@ -252,6 +267,26 @@ def compare(a, b, *, paired: bool, level: float = LEVEL, resamples: int = RESAMP
     draws = da - db if len(va) > 1 or len(vb) > 1 else np.empty(0)
     return Comparison(ia, ib, _interval(float(va.mean() - vb.mean()), draws, len(va) + len(vb), level),
                       paired=False)
+
+
+def mcnemar_exact(a, b) -> float:
+    """McNemar's exact test for two paired 0/1 outcomes (model A and model B right or wrong on
+    the same sentences): the two-sided binomial p-value of the discordant pairs, k = #(a=1, b=0)
+    of n = k + #(a=0, b=1) at p = 1/2; 1.0 when no pair is discordant. Equals
+    ``scipy.stats.binomtest(k, n, 0.5).pvalue`` (McNemar 1947; Fagerland et al. 2013 for the
+    exact form)."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if a.shape != b.shape or a.ndim != 1:
+        raise ValueError(f"mcnemar_exact takes two 1-D arrays of the same length, got {a.shape} and {b.shape}")
+    if not np.isin(np.concatenate([a, b]), (0.0, 1.0)).all():
+        raise ValueError("mcnemar_exact takes 0/1 outcomes")
+    k, m = int(np.sum((a == 1) & (b == 0))), int(np.sum((a == 0) & (b == 1)))
+    n = k + m
+    if n == 0:
+        return 1.0
+    from scipy import stats
+
+    return float(min(1.0, 2 * stats.binom.cdf(min(k, m), n, 0.5)))
 
 
 def _f1_columns(labels, predicted, name: str) -> tuple[np.ndarray, np.ndarray]:

@@ -135,3 +135,34 @@ def test_f1_beside_paper_reads_the_paper_against_our_interval():
     assert out == {"ch01_f1_ci": ours.range_text(), "ch01_vs_paper": "below"}  # ours is below theirs
     assert ch01.f1_beside_paper(predicted, labels, paper_f1=ours.estimate)["ch01_vs_paper"] == "within noise of"
     assert ch01.f1_beside_paper(predicted, labels, paper_f1=0.5)["ch01_vs_paper"] == "above"
+
+
+def test_encoder_spread_says_within_noise_unless_the_paired_interval_excludes_zero():
+    from sklearn.metrics import f1_score
+
+    rng = np.random.default_rng(1)
+    labels = rng.integers(0, 2, 600)
+    right = rng.random(600)
+    other = rng.random(600)  # independent errors: neither model dominates the other
+    close = {"lstm": np.where(right < 0.78, labels, 1 - labels), "cnn": np.where(other < 0.77, labels, 1 - labels)}
+    out = ch01.encoder_spread(close, labels)["ch01_f1_spread"]
+    gap = abs(f1_score(labels, close["lstm"]) - f1_score(labels, close["cnn"]))  # the best minus the worst
+    assert out.startswith(f", a gap of {gap:.3f} (95% interval ") and "within noise: on 600 test sentences" in out
+    apart = {"lstm": np.where(right < 0.9, labels, 1 - labels), "average": np.where(right < 0.6, labels, 1 - labels)}
+    assert ch01.encoder_spread(apart, labels)["ch01_f1_spread"].endswith("), beyond noise")
+    # a low end just above 0 is shown to 4 decimals (not "0.000"), and called barely beyond
+    rng2 = np.random.default_rng(7)
+    for trial in range(200):
+        edge = {"lstm": np.where(rng2.random(600) < 0.80, labels, 1 - labels),
+                "cnn": np.where(rng2.random(600) < 0.75, labels, 1 - labels)}
+        said = ch01.encoder_spread(edge, labels)["ch01_f1_spread"]
+        if said.endswith("if barely"):
+            low = said.split("interval ")[1].split(" to ")[0]
+            assert float(low) > 0 and (len(low.split(".")[1]) == 4 or float(low) >= 0.0005)
+            break
+    else:
+        pytest.fail("no draw came out barely beyond noise")
+    with pytest.raises(ValueError, match="shape"):
+        ch01.encoder_spread({"lstm": labels[:5], "cnn": labels}, labels)
+    with pytest.raises(ValueError, match="at least two"):
+        ch01.encoder_spread({"lstm": labels}, labels)

@@ -181,6 +181,20 @@ def test_bin_trends_fall_and_stay_level():
     )
 
 
+def test_bin_trends_in_one_clause_when_both_classes_move_the_same_way():
+    falls = _beats({("[0.25, 0.5)", 0): 0.98, ("[0.25, 0.5)", 1): 0.88,
+                    ("[0.75, 1]", 0): 0.81, ("[0.75, 1]", 1): 0.65})
+    assert ch07.bin_trends(falls, classes=CLASSES)["ch07_trends"] == (
+        "and it does for both classes, between the bins [0.25, 0.5) and [0.75, 1]: from 0.980 to "
+        "0.810 for sentences predicted negative and from 0.880 to 0.650 for those predicted positive")
+    rises = _beats({k: 1 - v for k, v in falls.items()})
+    assert ch07.bin_trends(rises, classes=CLASSES)["ch07_trends"].startswith("but it rises for both classes")
+    level = _beats({("[0.25, 0.5)", 0): 0.5, ("[0.25, 0.5)", 1): 0.4,
+                    ("[0.75, 1]", 0): 0.3, ("[0.75, 1]", 1): 0.41})
+    mixed = ch07.bin_trends(level, classes=CLASSES)
+    assert mixed["ch07_trends"] == f"but the classes differ: {mixed['ch07_trend_neg']}; {mixed['ch07_trend_pos']}"
+
+
 def test_bin_trends_rise_and_lack_a_bin():
     beats = _beats({("[0.25, 0.5)", 0): 0.2, ("[0.75, 1]", 0): 0.9, ("[0.25, 0.5)", 1): 0.4})
     r = ch07.bin_trends(beats, classes=CLASSES)

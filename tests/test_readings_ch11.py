@@ -14,15 +14,28 @@ from attnlib.presentation.readings import ch11
 
 @pytest.mark.parametrize("layers, words", [
     ([], "no layer"), ([3], "layer 3"), ([1, 4], "layers 1 and 4"), ([1, 2, 6], "layers 1, 2 and 6"),
+    ([2, 3, 4, 5, 6], "layers 2–6"), ([1, 3, 4, 5, 9], "layers 1, 3–5 and 9"),
 ])
 def test_layer_list(layers, words):
     assert ch11.layer_list(layers) == words
 
 
+def test_layer_list_says_every_layer_only_when_all_are_listed():
+    assert ch11.layer_list([1, 2, 3, 4, 5, 6], of=range(1, 7)) == "every layer"
+    assert ch11.layer_list([2, 3, 4, 5, 6], of=range(1, 7)) == "layers 2–6"
+    assert ch11.layer_list([1], of=[1]) == "layer 1"  # one layer in all: named, not "every"
+
+
 @given(st.lists(st.integers(1, 99), max_size=8))
 def test_layer_list_names_every_layer_in_order(layers):
     words = ch11.layer_list(layers)
-    numbers = [int(w) for w in words.replace(",", " ").split() if w.isdigit()]
+    numbers = []
+    for w in words.replace(",", " ").split():
+        if "–" in w:
+            lo, hi = map(int, w.split("–"))
+            numbers += list(range(lo, hi + 1))
+        elif w.isdigit():
+            numbers.append(int(w))
     assert numbers == layers
     assert words.startswith("no layer" if not layers else "layer " if len(layers) == 1 else "layers ")
 
@@ -54,7 +67,7 @@ def test_effective_mass_where_sep_takes_more_and_nothing_drops():
                     "effective [CLS]": [0.5, 0.4, 0.3], "effective punctuation": [0.1, 0.1, 0.1]})
     out = ch11.effective_mass(mass, brunner=published.BRUNNER_SEP_MASS)
     assert out["ch11_parks"] == "[SEP]"
-    assert out["ch11_sep_up"] == "layers 1, 2 and 3" and out["ch11_sep_down"] == "no layer"
+    assert out["ch11_sep_up"] == "every layer" and out["ch11_sep_down"] == "no layer"
     assert out["ch11_cls_down"] == "no layer" and out["ch11_punct_down"] == "no layer"
 
 

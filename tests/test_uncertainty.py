@@ -331,3 +331,37 @@ def test_an_end_that_rounds_to_zero_is_shown_without_a_sign():
     assert iv.range_text() == "0.000 to 0.042" and str(iv) == "0.020 [0.000, 0.042]"
     assert U.Interval(-0.2, -0.31, -0.0004, 9).range_text(2) == "-0.31 to 0.00"
     assert U.Interval(0.5, 0.25, 0.75, 9).format(percent=True) == "50.0% [25.0, 75.0]"
+
+
+# ----------------------------------------------------------------------------- McNemar's exact guard
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 1), st.integers(0, 1)), min_size=1, max_size=60))
+def test_mcnemar_exact_is_scipys_binomial_test_on_the_discordant_pairs(pairs):
+    from scipy import stats
+
+    a, b = (np.array(x, dtype=float) for x in zip(*pairs))
+    k, m = int(((a == 1) & (b == 0)).sum()), int(((a == 0) & (b == 1)).sum())
+    want = 1.0 if k + m == 0 else stats.binomtest(k, k + m, 0.5).pvalue
+    assert U.mcnemar_exact(a, b) == pytest.approx(want, rel=1e-12, abs=1e-15)
+
+
+def test_few_discordant_pairs_are_within_noise_although_the_bootstrap_excludes_zero():
+    # 5 sentences right under A and wrong under B, none the other way, among 400
+    a = np.zeros(400)
+    b = np.zeros(400)
+    a[:5] = 1
+    result = U.compare(a, b, paired=True)
+    assert result.difference.low > 0  # the bootstrap alone would call it higher
+    assert result.p_exact == pytest.approx(2 * 0.5**5)
+    assert result.verdict == U.WITHIN_NOISE
+    a[:12] = 1  # 12 to 0: exact p = 2 * 0.5**12, well below 0.05
+    assert U.compare(a, b, paired=True).verdict == "higher"
+    # not 0/1 outcomes: no exact test, the interval alone decides
+    assert U.compare(a * 0.5, b, paired=True).p_exact is None
+
+
+def test_mcnemar_exact_refuses_what_is_not_paired_zero_one_outcomes():
+    with pytest.raises(ValueError, match="0/1"):
+        U.mcnemar_exact([0, 2], [1, 0])
+    with pytest.raises(ValueError, match="same length"):
+        U.mcnemar_exact([0, 1], [1])

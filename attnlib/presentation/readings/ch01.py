@@ -14,7 +14,7 @@ import pandas as pd
 
 from ... import uncertainty
 
-__all__ = ["NAMES", "attention_peaks", "captions", "comparison", "f1_beside_paper", "scores_table", "threshold"]
+__all__ = ["NAMES", "attention_peaks", "captions", "comparison", "encoder_spread", "f1_beside_paper", "scores_table", "threshold"]
 
 #: How the prose names each encoder.
 NAMES = {"lstm": "BiLSTM", "cnn": "CNN", "average": "Average"}
@@ -94,6 +94,40 @@ def f1_beside_paper(predicted, labels, *, paper_f1: float, seed: int = 0) -> dic
     (``ch01_vs_paper``: ours is "above", "below" or "within noise of" theirs)."""
     interval = uncertainty.f1(labels, predicted, seed=seed)
     return {"ch01_f1_ci": interval.range_text(), "ch01_vs_paper": interval.relation_to(float(paper_f1))}
+
+
+def encoder_spread(predicted: Mapping[str, Any], labels, *, seed: int = 0) -> dict[str, Any]:
+    """Whether the encoders' test F1s can be told apart: the best minus the worst, with the 95%
+    interval of a paired bootstrap over the test sentences (:func:`attnlib.uncertainty.compare_f1`).
+
+    ``predicted``: encoder name -> its predicted labels on the same test sentences; ``labels``:
+    the gold labels. ``ch01_f1_spread`` is a clause that follows "the X model scores highest and
+    the Y model lowest": ", a gap of 0.026 (95% interval -0.012 to 0.063), within noise: ..."
+    or ", a gap of ... beyond noise".
+    """
+    _check_models(predicted)
+    if len(predicted) < 2:
+        raise ValueError("encoder_spread needs at least two encoders")
+    y = np.asarray(labels).astype(bool)
+    f1 = {}
+    for e, p in predicted.items():
+        p = np.asarray(p).astype(bool)
+        if p.shape != y.shape:
+            raise ValueError(f"predicted[{e!r}] has shape {p.shape}, the labels {y.shape}")
+        tp = float(np.sum(p & y))
+        f1[e] = 2 * tp / max(2 * tp + float(np.sum(p & ~y)) + float(np.sum(~p & y)), 1.0)
+    best, worst = max(f1, key=f1.get), min(f1, key=f1.get)
+    gap = uncertainty.compare_f1(labels, predicted[best], predicted[worst], seed=seed).difference
+    n = len(np.asarray(labels))
+    beyond = gap.low > 0
+    said = (
+        "beyond noise" + (", if barely" if gap.low < 0.005 else "")
+        if beyond
+        else f"within noise: on {n:,} test sentences the {len(predicted)} encoders cannot be ordered by F1"
+    )
+    # an end that rounds to 0.000 would read as "includes 0": show it to the digit that tells
+    digits = 4 if beyond and gap.low < 0.0005 else 3
+    return {"ch01_f1_spread": f", a gap of {gap.estimate:.3f} (95% interval {gap.range_text(digits)}), {said}"}
 
 
 def threshold(scores: Mapping[str, float], predicted, labels) -> dict[str, Any]:

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ... import uncertainty
+from .wording import tally
 
 __all__ = [
     "CLASS",
@@ -28,8 +29,7 @@ __all__ = [
     "scaled_dot",
     "summary",
     "synthetic_tau",
-    "versus",
-    "versus_paper",
+    "comparison",
     "interval_text",
     "yardstick",
 ]
@@ -43,14 +43,6 @@ _PAIRS = {
     "avg": ("rt-polarity", "average"),
     "imdb_avg": ("imdb", "average"),
 }
-# (column, glue suffix) read for each of those rows.
-_COLUMNS = [
-    ("tau_g mean", "g"),
-    ("tau_loo mean", "l"),
-    ("tau_g sd", "g_sd"),
-    ("tau_g sig. frac.", "g_sig"),
-    ("tau_loo sig. frac.", "l_sig"),
-]
 
 
 def _per_class(table: pd.DataFrame, dataset: str, model: str, column: str) -> list[float]:
@@ -209,14 +201,39 @@ def _interval_cell(frame: pd.DataFrame, column: str, c) -> str:
     return f"[{iv.low:.2f}, {iv.high:.2f}]"
 
 
+#: (paper-frame column, row label) of :func:`paper_table`'s rows, per model.
+_MEASURES = [
+    ("tau_g mean", "τ_g"),
+    ("tau_loo mean", "τ_loo"),
+    ("tau_g sd", "τ_g sd"),
+    ("tau_g sig. frac.", "τ_g Sig. Frac."),
+    ("tau_loo sig. frac.", "τ_loo Sig. Frac."),
+]
+
+
+def _verdicts(o_frame: pd.DataFrame, p_frame: pd.DataFrame, column: str) -> str:
+    """"below / within noise": each class's paper figure against our interval; "n/a" where the
+    paper gives none, or for an sd (no interval here)."""
+    if column not in p_frame or column.endswith(" sd") or "n" not in o_frame:
+        return "n/a"
+    p = [float(p_frame.loc[c, column]) for c in (0, 1)]
+    if any(np.isnan(p)):
+        return "n/a"
+    return " / ".join(_side(float(o_frame.loc[c, column.split(" (")[0]]), p[c],
+                            _se(o_frame, column.split(" (")[0], c)) for c in (0, 1))
+
+
 def paper_table(
     ours: Mapping[tuple[str, str], pd.DataFrame], paper: Mapping[tuple[str, str], pd.DataFrame]
 ) -> pd.DataFrame:
-    """The table of our τ beside J&W's (printed and authors' outputs), unrounded.
+    """Our τ beside J&W's, one row per model and measure, the two predicted classes in each cell.
 
-    ``ours``: (dataset, encoder) -> our agreement frame; ``paper``: the same keys ->
-    ``published.paper_tau``'s frame. Rows (dataset, "encoder+tanh", predicted class), in the
-    order of ``ours``.
+    ``ours``: (dataset, encoder) -> our agreement frame (with ``n``); ``paper``: the same keys
+    -> ``published.paper_tau``'s frame. Index (dataset, model, measure), in the order of
+    ``ours``; columns: ours ("0.37 / 0.31", predicted negative / positive), our 95% interval,
+    J&W's printed Table 2, its verdict (where the printed figure lies against our interval:
+    "above", "below" or "within noise", per class), the authors' committed outputs and their
+    verdict. A figure the paper does not give is "n/a".
     """
     missing = [key for key in ours if key not in paper]
     if missing:
@@ -224,25 +241,69 @@ def paper_table(
     rows = {}
     for (name, encoder), o in ours.items():
         p = paper[(name, encoder)]
-        rows[(name, f"{encoder}+tanh")] = pd.DataFrame(
-            {
-                "tau_g ours": o["tau_g mean"],
-                "tau_g ours, 95% interval": [_interval_cell(o, "tau_g mean", c) for c in o.index],
-                "tau_g paper": p["tau_g mean"],
-                "tau_g paper (authors' outputs)": p["tau_g mean (authors' outputs)"],
-                "tau_loo ours": o["tau_loo mean"],
-                "tau_loo ours, 95% interval": [_interval_cell(o, "tau_loo mean", c) for c in o.index],
-                "tau_loo paper": p["tau_loo mean"],
-                "tau_loo paper (authors' outputs)": p["tau_loo mean (authors' outputs)"],
-                "sig. frac. tau_g ours": o["tau_g sig. frac."],
-                "sig. frac. tau_g paper": p["tau_g sig. frac."],
-                "tau_g sd ours": o["tau_g sd"],
-                "tau_g sd paper": p["tau_g sd"],
-                "sig. frac. tau_loo ours": o["tau_loo sig. frac."],
-                "sig. frac. tau_loo paper": p["tau_loo sig. frac."],
+        for column, label in _MEASURES:
+            auth = column + " (authors' outputs)"
+
+            def given(col):
+                vals = [float(p.loc[c, col]) for c in (0, 1)] if col in p else [np.nan, np.nan]
+                return "n/a" if any(np.isnan(vals)) else _pair(vals)
+
+            rows[(name, f"{encoder}+tanh", label)] = {
+                "ours": _pair([float(o.loc[c, column]) for c in (0, 1)]),
+                "ours, 95% interval": "n/a" if column.endswith(" sd") else interval_text(o, column),
+                "J&W printed": given(column),
+                "ours vs printed": _verdicts(o, p, column),
+                "authors' outputs": given(auth),
+                "ours vs authors'": _verdicts(o, p, auth),
             }
-        )
-    return pd.concat(rows, names=["dataset", "model"])
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    table.index = pd.MultiIndex.from_tuples(table.index, names=["dataset", "model", "measure"])
+    return table
+
+
+def comparison(
+    ours: Mapping[tuple[str, str], pd.DataFrame], paper: Mapping[tuple[str, str], pd.DataFrame]
+) -> dict[str, Any]:
+    """Reads "Reading the comparison": our mean τ per model beside the paper's, and a tally of
+    where the paper's mean τ_g and τ_loo (two classes each: four figures) lie against our 95%
+    intervals, for the printed table and the authors' outputs.
+
+    ``ours``, ``paper``: as for :func:`paper_table`, with rt-polarity's lstm and average and
+    IMDB's average. Keys ``ch03_<row>_g`` / ``_l`` (ours, "0.37 / 0.31"), ``_vs_printed`` /
+    ``_vs_auth`` ("below in 3 of 4 and within noise in 1"; a source with no figure for that row
+    is left out), ``ch03_sources_gap`` (the largest difference between the printed table and the
+    authors' outputs in the BiLSTM's mean τ), and ``ch03_avg_more`` (whether the Average encoder's
+    attention agrees more than the BiLSTM's on rt-polarity).
+    """
+    out: dict[str, Any] = {}
+    source_gaps = []
+    for key, pair in _PAIRS.items():
+        if pair not in ours or pair not in paper:
+            raise ValueError(f"ours and paper need the row {pair}")
+        o, p = ours[pair], paper[pair]
+        for col, short in (("tau_g mean", "g"), ("tau_loo mean", "l")):
+            out[f"ch03_{key}_{short}"] = _pair([float(o.loc[c, col]) for c in (0, 1)])
+        for suffix, tag in (("", "printed"), (" (authors' outputs)", "auth")):
+            words = [
+                w
+                for col in ("tau_g mean", "tau_loo mean")
+                for w in _verdicts(o, p, col + suffix).split(" / ")
+                if w != "n/a"
+            ]
+            if words:
+                out[f"ch03_{key}_vs_{tag}"] = tally(words)
+        for col in ("tau_g mean", "tau_loo mean"):
+            auth = col + " (authors' outputs)"
+            if key == "lstm" and auth in p:
+                source_gaps += [abs(float(p.loc[c, col]) - float(p.loc[c, auth])) for c in (0, 1)]
+    gaps = [g for g in source_gaps if np.isfinite(g)]
+    out["ch03_sources_gap"] = f"{max(gaps):.2f}" if gaps else "n/a"
+    lstm = [float(ours[_PAIRS["lstm"]].loc[c, "tau_g mean"]) for c in (0, 1)]
+    avg = [float(ours[_PAIRS["avg"]].loc[c, "tau_g mean"]) for c in (0, 1)]
+    out["ch03_avg_more"] = (
+        "and it does" if min(avg) > max(lstm) else "yet here it does not on both predicted classes"
+    )
+    return out
 
 
 def _side(o: float, r: float, se: float | None = None) -> str:
@@ -251,20 +312,6 @@ def _side(o: float, r: float, se: float | None = None) -> str:
         return relation if relation in ("above", "below") else "within noise"
     o = round(o, 2)
     return "above" if o > r else "below" if o < r else "equal"
-
-
-def versus(ours: Sequence[float], ref: Sequence[float], se: Sequence[float] | None = None) -> str:
-    """Ours against a reference, per predicted class, in words: "above on both predicted
-    classes", or "within noise on sentences predicted negative and below on those predicted
-    positive". ``ours``, ``ref``: the two classes' values. ``se``: our standard errors: a class
-    is "above" or "below" only when the reference lies outside ours +- 1.96 se (a 95% normal
-    interval), else "within noise"; without ``se``, ours rounded to 2 decimals is compared."""
-    if len(ours) != 2 or len(ref) != 2 or (se is not None and len(se) != 2):
-        raise ValueError(f"need one value per predicted class, got {list(ours)}, {list(ref)}")
-    s = [_side(o, r, None if se is None else e) for o, r, e in zip(ours, ref, se if se is not None else (None, None))]
-    if s[0] == s[1]:
-        return f"{s[0]} on both predicted classes"
-    return f"{s[0]} on sentences predicted negative and {s[1]} on those predicted positive"
 
 
 def _se(frame: pd.DataFrame, column: str, c: int) -> float:
@@ -282,36 +329,6 @@ def _se(frame: pd.DataFrame, column: str, c: int) -> float:
 def interval_text(frame: pd.DataFrame, column: str) -> str:
     """Our two classes' 95% intervals, "[0.33, 0.41] / [0.27, 0.35]" (mean +- 1.96 se)."""
     return " / ".join(_interval_cell(frame, column, c) for c in (0, 1))
-
-
-def versus_paper(
-    ours: Mapping[tuple[str, str], pd.DataFrame], paper: Mapping[tuple[str, str], pd.DataFrame]
-) -> dict[str, Any]:
-    """Reads "Reading the comparison"'s bullets: our τ, sd and Sig. Frac. beside the paper's.
-
-    ``ours``, ``paper``: (dataset, encoder) -> agreement frame (with ``n``) / ``paper_tau``
-    frame, for rt-polarity's lstm and average and IMDB's average. Means and Sig. Fracs are
-    compared against our 95% interval (:func:`versus` with standard errors); an sd, which has
-    no such interval here, by rounding. A comparison whose paper figure is missing (NaN) is not
-    glued.
-    """
-    out: dict[str, Any] = {}
-    for key, pair in _PAIRS.items():
-        if pair not in ours or pair not in paper:
-            raise ValueError(f"ours and paper need the row {pair}")
-        o_frame, p_frame = ours[pair], paper[pair]
-        for col, short in _COLUMNS:
-            o = [float(o_frame.loc[c, col]) for c in (0, 1)]
-            out[f"ch03_{key}_{short}"] = _pair(o)
-            se = None if col.endswith(" sd") or "n" not in o_frame else [_se(o_frame, col, c) for c in (0, 1)]
-            if se is not None:
-                out[f"ch03_{key}_{short}_ci"] = interval_text(o_frame, col)
-            for pcol, suffix in ((col, "_vs"), (col + " (authors' outputs)", "_auth_vs")):
-                if pcol in p_frame:
-                    p = [float(p_frame.loc[c, pcol]) for c in (0, 1)]
-                    if not any(np.isnan(p)):
-                        out[f"ch03_{key}_{short}{suffix}"] = versus(o, p, se)
-    return out
 
 
 def class_gap(table: pd.DataFrame) -> dict[str, Any]:

@@ -172,19 +172,25 @@ def verdicts(both: pd.DataFrame, *, classes: Sequence[str]) -> dict[str, Any]:
     return out
 
 
-def _bin_trend(shares: pd.DataFrame, c: int, classes: Sequence[str]) -> str:
+_LOW, _HIGH = "[0.25, 0.5)", "[0.75, 1]"
+
+
+def _bin_move(shares: pd.DataFrame, c: int) -> tuple[str, float, float] | None:
+    """(falls / rises / stays about level, share in the low bin, share in the high bin), or
+    None when the class lacks either bin."""
     s = shares[c].dropna() if c in shares.columns else pd.Series(dtype=float)
-    who = f"sentences predicted {classes[int(c)]}"
-    if "[0.25, 0.5)" not in s.index or "[0.75, 1]" not in s.index:
-        return f"for {who} the table lacks [0.25, 0.5) or [0.75, 1]"
-    a, b = s["[0.25, 0.5)"], s["[0.75, 1]"]
-    word = "falls" if b < a - 0.02 else "rises" if b > a + 0.02 else "stays about level"
-    return f"for {who} it {word}, from {a:.3f} in [0.25, 0.5) to {b:.3f} in [0.75, 1]"
+    if _LOW not in s.index or _HIGH not in s.index:
+        return None
+    lo, hi = float(s[_LOW]), float(s[_HIGH])
+    return ("falls" if hi < lo - 0.02 else "rises" if hi > lo + 0.02 else "stays about level"), lo, hi
 
 
 def bin_trends(beats: pd.Series, *, classes: Sequence[str]) -> dict[str, Any]:
     """How the share *adversary > seeds* moves from the peak-weight bin [0.25, 0.5) to
-    [0.75, 1], per predicted class (``ch07_trend_neg``, ``ch07_trend_pos``).
+    [0.75, 1], per predicted class (``ch07_trend_neg``, ``ch07_trend_pos``), and both in one
+    clause (``ch07_trends``): "and it does for both classes, between the bins ...: from 0.979
+    to 0.808 for sentences predicted negative and ..." when both fall; "but it rises for both
+    classes, ..." when both rise; "but the classes differ: ..." otherwise.
 
     beats: the share per (bin, predicted) pair, a Series with that two-level index (the
     chapter's per-bin table before it is unstacked); classes: the class names.
@@ -193,10 +199,23 @@ def bin_trends(beats: pd.Series, *, classes: Sequence[str]) -> dict[str, Any]:
         raise ValueError("beats must be a Series indexed by (bin, predicted)")
     shares = beats.unstack("predicted")
     shares.index = shares.index.astype(str)
-    return {
-        "ch07_trend_neg": _bin_trend(shares, 0, classes),
-        "ch07_trend_pos": _bin_trend(shares, 1, classes),
-    }
+    moves = [_bin_move(shares, c) for c in (0, 1)]
+    out = {}
+    for c, key in ((0, "ch07_trend_neg"), (1, "ch07_trend_pos")):
+        who = f"sentences predicted {classes[c]}"
+        m = moves[c]
+        out[key] = (f"for {who} the table lacks {_LOW} or {_HIGH}" if m is None
+                    else f"for {who} it {m[0]}, from {m[1]:.3f} in {_LOW} to {m[2]:.3f} in {_HIGH}")
+    if all(moves) and moves[0][0] == moves[1][0] and moves[0][0] != "stays about level":
+        (word, lo0, hi0), (_, lo1, hi1) = moves
+        out["ch07_trends"] = (
+            f"{'and it does' if word == 'falls' else 'but it rises'} for both classes, between the "
+            f"bins {_LOW} and {_HIGH}: from {lo0:.3f} to {hi0:.3f} for sentences predicted "
+            f"{classes[0]} and from {lo1:.3f} to {hi1:.3f} for those predicted {classes[1]}"
+        )
+    else:
+        out["ch07_trends"] = f"but the classes differ: {out['ch07_trend_neg']}; {out['ch07_trend_pos']}"
+    return out
 
 
 def _among_seeds(attention: Mapping[int, Sequence[np.ndarray]], others, indices) -> np.ndarray:

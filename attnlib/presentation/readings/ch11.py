@@ -18,12 +18,27 @@ __all__ = ["layer_list", "effective_mass", "token_identity", "token_identity_bes
 _MASS_COLUMNS = tuple(f"{k} {g}" for g in ("[CLS]", "[SEP]", "punctuation") for k in ("raw", "effective"))
 
 
-def layer_list(layers: Iterable[int]) -> str:
-    """Layers in words: ``[]`` -> "no layer", ``[3]`` -> "layer 3", ``[1, 2, 4]`` -> "layers 1, 2 and 4"."""
+def layer_list(layers: Iterable[int], *, of: Iterable[int] | None = None) -> str:
+    """Layers in words: ``[]`` -> "no layer", ``[3]`` -> "layer 3", ``[1, 2, 4]`` -> "layers 1, 2
+    and 4"; three or more consecutive layers as a range, ``[2, 3, 4, 5, 6]`` -> "layers 2–6"; and
+    "every layer" when ``of`` (all the model's layers) is given and every one of them is listed."""
     layers = [int(x) for x in layers]
     if not layers:
         return "no layer"
-    return "layer " + str(layers[0]) if len(layers) == 1 else "layers " + listed(layers)
+    if of is not None and len(layers) > 1 and sorted(set(layers)) == sorted({int(x) for x in of}):
+        return "every layer"
+    if len(layers) == 1:
+        return "layer " + str(layers[0])
+    runs: list[list[int]] = []
+    for layer in layers:
+        if runs and layer == runs[-1][-1] + 1:
+            runs[-1].append(layer)
+        else:
+            runs.append([layer])
+    parts = []
+    for r in runs:
+        parts += [f"{r[0]}–{r[-1]}"] if len(r) >= 3 else [str(x) for x in r]
+    return "layers " + listed(parts)
 
 
 def effective_mass(mass: pd.DataFrame, *, brunner: Mapping) -> dict[str, Any]:
@@ -50,15 +65,15 @@ def effective_mass(mass: pd.DataFrame, *, brunner: Mapping) -> dict[str, Any]:
     ]
     lo, hi = brunner["raw, layers 5-10"]
     return {
-        "ch11_sep_up": layer_list(sep_up),
-        "ch11_sep_down": layer_list(sep_down),
+        "ch11_sep_up": layer_list(sep_up, of=mass.index),
+        "ch11_sep_down": layer_list(sep_down, of=mass.index),
         "ch11_raw_sep_max": float(mass["raw [SEP]"].max()),
         "ch11_raw_sep_max_layer": int(mass["raw [SEP]"].idxmax()),
         "ch11_eff_sep_max": float(mass["effective [SEP]"].max()),
         "ch11_raw_cls_max": float(mass["raw [CLS]"].max()),
         "ch11_parks": "[CLS]" if mass["raw [CLS]"].mean() > mass["raw [SEP]"].mean() else "[SEP]",
-        "ch11_cls_down": layer_list([int(layer) for layer in mass.index if cls_drop[layer] > 0]),
-        "ch11_punct_down": layer_list(punct_down),
+        "ch11_cls_down": layer_list([int(layer) for layer in mass.index if cls_drop[layer] > 0], of=mass.index),
+        "ch11_punct_down": layer_list(punct_down, of=mass.index),
         "ch11_brunner_sep_raw": f"{lo.value:.2f}–{hi.value:.2f}",
         "ch11_brunner_sep_eff": f"{brunner['effective, at most'].value:.1f}",
     }

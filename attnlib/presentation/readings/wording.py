@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-__all__ = ["ENCODER_NAMES", "listed", "require_columns"]
+__all__ = ["ENCODER_NAMES", "listed", "require_columns", "tally"]
 
 #: J&W's encoders as the prose names them.
 ENCODER_NAMES = {"lstm": "BiLSTM", "cnn": "CNN", "average": "Average model"}
@@ -25,3 +25,23 @@ def require_columns(frame, columns: Sequence[str], what: str) -> None:
     missing = [c for c in columns if c not in have]
     if missing:
         raise ValueError(f"{what} has no column {', '.join(map(repr, missing))}")
+
+
+def tally(words: Sequence[str], noun: str = "comparisons") -> str:
+    """How a set of verdicts came out, in words, the most frequent first: ``["below"] * 4`` ->
+    "below in all 4 comparisons"; two alike -> "below in both comparisons"; mixed -> "below in
+    3 of the 4 comparisons and within noise in 1", "within noise in 2 of the 4 comparisons,
+    below in 1 and above in 1" (ties keep the order of first appearance). Raises ValueError
+    when ``words`` is empty."""
+    words = [str(w) for w in words]
+    if not words:
+        raise ValueError("tally() needs at least one verdict")
+    counts: dict[str, int] = {}
+    for w in words:
+        counts[w] = counts.get(w, 0) + 1
+    parts = sorted(counts.items(), key=lambda kv: -kv[1])
+    if len(parts) == 1:
+        return f"{words[0]} in " + (f"both {noun}" if len(words) == 2 else f"all {len(words)} {noun}")
+    (w0, n0), *rest = parts
+    return f"{w0} in {n0} of the {len(words)} {noun}" + (", " if len(rest) > 1 else " and ") + listed(
+        f"{w} in {n}" for w, n in rest)

@@ -152,3 +152,60 @@ def test_token_identity_beside_brunner_gives_ours_their_intervals():
     no_first = TokenIdentity(pd.DataFrame([r for r in rows if r["layer"] != 1]), 100, 500, 0.05)
     with pytest.raises(ValueError, match="layer 1"):
         ch11.token_identity_beside_brunner(no_first, brunner=theirs)
+
+
+# ----------------------------------------------------------------------------- moved from the chapter
+def test_on_the_line_reads_the_first_model_and_the_extremes():
+    line = pd.DataFrame({"dim = d_s - d_v where d_s > d_v": [1.0, 0.98], "dim = 0 where d_s <= d_v": [0.9997, 1.0],
+                         "d_s > d_v": [0.43, 0.99], "max dim": [96, 40]}, index=["MiniLM", "small"])
+    out = ch11.on_the_line(line)
+    assert out == {"ch11_on_line_minilm": 1.0, "ch11_zero_minilm": 0.9997, "ch11_long_minilm": 0.43,
+                   "ch11_on_line_min": 0.98, "ch11_max_dim": 96}
+    with pytest.raises(ValueError, match="max dim"):
+        ch11.on_the_line(line.drop(columns="max dim"))
+
+
+def _panel(rows):
+    return pd.DataFrame(rows, columns=["length", "correlation"])
+
+
+def test_correlation_by_length_reads_the_bands_from_the_head_dimension():
+    panel = _panel([(10, 1.0), (32, 0.99), (32, 1.0), (40, 0.8), (64, 0.6), (65, 0.5), (100, 0.3), (120, 0.1)])
+    out = ch11.correlation_by_length(panel, head_dim=32)
+    assert out["ch11_corr_exact"] == pytest.approx(2 / 3)
+    assert out["ch11_corr_exceptions"].startswith("The 1 exception is all at 32 tokens, the head dimension")
+    assert out["ch11_corr_mid"] == pytest.approx(0.7) and out["ch11_corr_mid_range"] == "33–64"
+    assert out["ch11_corr_long"] == pytest.approx(0.2) and out["ch11_corr_long_from"] == 96
+    assert out["ch11_corr_long_n"] == 2
+    # the bands follow d_v: at 16, 17-32 and beyond 48
+    out16 = ch11.correlation_by_length(panel, head_dim=16)
+    assert out16["ch11_corr_mid_range"] == "17–32" and out16["ch11_corr_long_from"] == 48
+    assert out16["ch11_corr_exceptions"] == "There is no exception."  # 32 tokens is past d_v = 16
+    odd = pd.concat([panel, _panel([(20, 0.9)])])  # an exception short of d_v
+    assert "rank-deficient" in ch11.correlation_by_length(odd, head_dim=32)["ch11_corr_exceptions"]
+    clean = _panel([(10, 1.0), (40, 0.8), (100, 0.3)])
+    assert ch11.correlation_by_length(clean, head_dim=32)["ch11_corr_exceptions"] == "There is no exception."
+    with pytest.raises(ValueError, match="needs pairs"):
+        ch11.correlation_by_length(_panel([(10, 1.0), (40, 0.8)]), head_dim=32)
+    with pytest.raises(ValueError, match="head_dim"):
+        ch11.correlation_by_length(panel, head_dim=0)
+
+
+def test_f1_beside_bilstm_says_within_noise_unless_the_paired_interval_excludes_zero():
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 2, 500)
+    noisy = {name: np.where(rng.random(500) < acc, labels, 1 - labels)
+             for name, acc in (("t32", 0.76), ("t8", 0.75), ("lstm", 0.76))}
+    out = ch11.f1_beside_bilstm(labels, noisy, small="t32", small8="t8", lstm="lstm")
+    assert out["ch11_small_vs_lstm"].startswith("within noise of the BiLSTM's ")
+    assert out["ch11_no_advantage"].startswith("a transformer has no advantage")
+    same = dict(noisy, t32=noisy["lstm"])  # the same predictions: no signed zero in the words
+    assert "(a difference under 0.001, 95% interval " in ch11.f1_beside_bilstm(
+        labels, same, small="t32", small8="t8", lstm="lstm")["ch11_small_vs_lstm"]
+    better = dict(noisy, t32=labels.copy())  # a perfect transformer
+    out = ch11.f1_beside_bilstm(labels, better, small="t32", small8="t8", lstm="lstm")
+    assert out["ch11_small_vs_lstm"].startswith("above the BiLSTM's") and out["ch11_no_advantage"].startswith("even")
+    with pytest.raises(ValueError, match="no model 'lstm'"):
+        ch11.f1_beside_bilstm(labels, {"t32": labels, "t8": labels}, small="t32", small8="t8", lstm="lstm")

@@ -5,15 +5,17 @@ Each function takes the chapter's results and returns ``{glued name: value}`` fo
 """
 from __future__ import annotations
 
+import numbers
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pandas as pd
 
 from ... import uncertainty
-from .wording import listed
+from .wording import listed, require_columns
 
-__all__ = ["layer_list", "effective_mass", "token_identity", "token_identity_beside_brunner"]
+__all__ = ["layer_list", "effective_mass", "token_identity", "token_identity_beside_brunner", "on_the_line",
+           "correlation_by_length", "f1_beside_bilstm"]
 
 _MASS_COLUMNS = tuple(f"{k} {g}" for g in ("[CLS]", "[SEP]", "punctuation") for k in ("raw", "effective"))
 
@@ -147,3 +149,100 @@ def token_identity_beside_brunner(identity, *, brunner: Mapping) -> pd.DataFrame
         },
         index=pd.Index(table.columns, name="probe/distance"),
     )
+
+
+_LINE_COLUMNS = ("dim = d_s - d_v where d_s > d_v", "dim = 0 where d_s <= d_v", "d_s > d_v", "max dim")
+
+
+def on_the_line(line: pd.DataFrame) -> dict[str, Any]:
+    """How many (sentence, head) pairs sit on Brunner's line dim = max(d_s - d_v, 0).
+
+    ``line``: one row per model, MiniLM first, with the shares ``"dim = d_s - d_v where d_s >
+    d_v"``, ``"dim = 0 where d_s <= d_v"`` and ``"d_s > d_v"`` and the largest null-space
+    dimension ``"max dim"`` (the chapter's on-the-line table).
+    """
+    require_columns(line, _LINE_COLUMNS, "line (one row per model)")
+    if len(line) == 0:
+        raise ValueError("line has no model")
+    first = line.iloc[0]
+    return {
+        "ch11_on_line_minilm": float(first[_LINE_COLUMNS[0]]),
+        "ch11_zero_minilm": float(first[_LINE_COLUMNS[1]]),
+        "ch11_long_minilm": float(first[_LINE_COLUMNS[2]]),
+        "ch11_on_line_min": float(line[_LINE_COLUMNS[0]].min()),
+        "ch11_max_dim": int(line["max dim"].max()),
+    }
+
+
+def correlation_by_length(panel: pd.DataFrame, *, head_dim: int) -> dict[str, Any]:
+    """Raw against effective attention by sentence length, for one model.
+
+    ``panel``: one row per (sentence, head) with ``length`` (tokens) and ``correlation``
+    (Pearson r of the raw and effective attention rows, :func:`identifiability.correlation_by_length`'s
+    input); ``head_dim``: the model's d_v. Up to d_v tokens nothing is projected away, so r is
+    exactly 1 except where T is numerically rank-deficient; the means are read over
+    (d_v, 2 d_v] tokens and beyond 3 d_v tokens, which must both hold pairs.
+    """
+    require_columns(panel, ("length", "correlation"), "panel (one row per sentence and head)")
+    if isinstance(head_dim, bool) or not isinstance(head_dim, numbers.Integral) or head_dim < 1:
+        raise ValueError(f"head_dim must be a whole number >= 1, got {head_dim!r}")
+    length, r = panel["length"], panel["correlation"]
+    short = panel[length <= head_dim]
+    exact = short["correlation"] == 1
+    off = short.loc[~exact, "length"]
+    if len(off) == 0:
+        exceptions = "There is no exception."
+    else:
+        where = (
+            f"all at {head_dim} tokens, the head dimension itself, where T is square and its smallest "
+            "singular value can fall below the rank tolerance"
+            if (off == head_dim).all()
+            else "at lengths where T is numerically rank-deficient"
+        )
+        exceptions = f"The {len(off)} exception{'s are' if len(off) > 1 else ' is'} {where}."
+    mid = r[(length > head_dim) & (length <= 2 * head_dim)]
+    far = r[length > 3 * head_dim]
+    if len(mid) == 0 or len(far) == 0:
+        raise ValueError(f"the panel needs pairs of {head_dim + 1}-{2 * head_dim} tokens and beyond "
+                         f"{3 * head_dim} tokens; it has {len(mid)} and {len(far)}")
+    return {
+        "ch11_corr_exact": float(exact.mean()) if len(short) else float("nan"),
+        "ch11_corr_exceptions": exceptions,
+        "ch11_corr_mid": float(mid.mean()),
+        "ch11_corr_mid_range": f"{head_dim + 1}–{2 * head_dim}",
+        "ch11_corr_long": float(far.mean()),
+        "ch11_corr_long_from": int(3 * head_dim),
+        "ch11_corr_long_n": int(len(far)),
+    }
+
+
+def _difference(interval) -> str:
+    """ "a difference of -0.016", or "a difference under 0.001" where three decimals would show 0."""
+    d = interval.estimate
+    return "a difference under 0.001" if abs(d) < 0.0005 else f"a difference of {d:+.3f}"
+
+
+def f1_beside_bilstm(labels, predicted: Mapping[str, Any], *, small: str, small8: str, lstm: str,
+                     seed: int = 0) -> dict[str, Any]:
+    """The small transformers' test F1 beside the BiLSTM's, on the same test sentences.
+
+    ``predicted``: model label -> predicted labels; ``small``, ``small8``, ``lstm``: the labels
+    of the d_v = 32 and d_v = 8 transformers and of the BiLSTM. ``ch11_small_vs_lstm`` reads the
+    paired bootstrap of F1(small) - F1(BiLSTM) (:func:`attnlib.uncertainty.compare_f1`): "within
+    noise of", "above" or "below", with the interval of the difference; ``ch11_no_advantage``
+    says whether either transformer is above the BiLSTM beyond noise.
+    """
+    for name in (small, small8, lstm):
+        if name not in predicted:
+            raise ValueError(f"predicted has no model {name!r}; it has {list(predicted)}")
+    gap = uncertainty.compare_f1(labels, predicted[small], predicted[lstm], seed=seed)
+    word = {"higher": "above", "lower": "below"}.get(gap.verdict, "within noise of")
+    eight = uncertainty.compare_f1(labels, predicted[small8], predicted[lstm], seed=seed)
+    return {
+        "ch11_small_vs_lstm": f"{word} the BiLSTM's {gap.b.estimate:.3f} ({_difference(gap.difference)}, "
+        f"95% interval {gap.difference.range_text()}; at $d_v$ = 8 {_difference(eight.difference)}, "
+        f"interval {eight.difference.range_text()})",
+        "ch11_no_advantage": "a transformer has no advantage on a few thousand short sentences without "
+        "pretraining" if gap.verdict != "higher" and eight.verdict != "higher"
+        else "even without pretraining, a transformer does better here",
+    }

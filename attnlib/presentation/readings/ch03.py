@@ -223,6 +223,12 @@ def _verdicts(o_frame: pd.DataFrame, p_frame: pd.DataFrame, column: str) -> str:
                             _se(o_frame, column.split(" (")[0], c)) for c in (0, 1))
 
 
+def _given(p_frame: pd.DataFrame, column: str) -> str:
+    """The paper's two classes, "0.40 / 0.38", or "n/a" where it gives no figure."""
+    vals = [float(p_frame.loc[c, column]) for c in (0, 1)] if column in p_frame else [np.nan, np.nan]
+    return "n/a" if any(np.isnan(vals)) else _pair(vals)
+
+
 def paper_table(
     ours: Mapping[tuple[str, str], pd.DataFrame], paper: Mapping[tuple[str, str], pd.DataFrame]
 ) -> pd.DataFrame:
@@ -243,17 +249,12 @@ def paper_table(
         p = paper[(name, encoder)]
         for column, label in _MEASURES:
             auth = column + " (authors' outputs)"
-
-            def given(col):
-                vals = [float(p.loc[c, col]) for c in (0, 1)] if col in p else [np.nan, np.nan]
-                return "n/a" if any(np.isnan(vals)) else _pair(vals)
-
             rows[(name, f"{encoder}+tanh", label)] = {
                 "ours": _pair([float(o.loc[c, column]) for c in (0, 1)]),
                 "ours, 95% interval": "n/a" if column.endswith(" sd") else interval_text(o, column),
-                "J&W printed": given(column),
+                "J&W printed": _given(p, column),
                 "ours vs printed": _verdicts(o, p, column),
-                "authors' outputs": given(auth),
+                "authors' outputs": _given(p, auth),
                 "ours vs authors'": _verdicts(o, p, auth),
             }
     table = pd.DataFrame.from_dict(rows, orient="index")

@@ -251,8 +251,18 @@ def test_paper_table_has_one_row_per_model_and_measure_with_verdicts_per_class()
     sd = table.loc[("rt-polarity", "lstm+tanh", "τ_g sd")]
     assert sd["ours, 95% interval"] == "n/a" and sd["ours vs printed"] == "n/a"  # no interval for an sd
     assert table.loc[("rt-polarity", "average+tanh", "τ_g"), "authors' outputs"] == "n/a"  # NaN there
-    # a Sig. Frac. gets a binomial interval: 0.60 on 100 -> se 0.049, so 0.59 is within noise
-    assert table.loc[("rt-polarity", "lstm+tanh", "τ_g Sig. Frac."), "ours vs printed"] == "within noise / within noise"
+    # a Sig. Frac. gets Wilson's interval: 0.60 of 100 -> [0.50, 0.69], so 0.59 is within noise
+    row = table.loc[("rt-polarity", "lstm+tanh", "τ_g Sig. Frac.")]
+    assert row["ours vs printed"] == "within noise / within noise"
+    assert row["ours, 95% interval"].startswith("[0.50, 0.69] / ")
+    # all 100 sentences significant: Wilson's interval still has width (0.963 to 1), so a
+    # printed 0.99 is within noise; a normal interval would have no width and say "above"
+    ours[("rt-polarity", "lstm")].loc[:, "tau_g sig. frac."] = 1.0
+    ours[("rt-polarity", "lstm")].loc[:, "n"] = 100
+    paper[("rt-polarity", "lstm")].loc[:, "tau_g sig. frac."] = 0.99
+    full = ch03.paper_table(ours, paper).loc[("rt-polarity", "lstm+tanh", "τ_g Sig. Frac.")]
+    assert full["ours vs printed"] == "within noise / within noise"
+    assert full["ours, 95% interval"] == "[0.96, 1.00] / [0.96, 1.00]"
     with pytest.raises(ValueError, match="no paper frame"):
         ch03.paper_table(ours, {})
 

@@ -190,15 +190,24 @@ def synthetic_tau(table: pd.DataFrame) -> dict[str, Any]:
     }
 
 
+def _our_interval(frame: pd.DataFrame, column: str, c) -> uncertainty.Interval | None:
+    """Our 95% interval of a class's mean τ (mean ± 1.96 sd / √n) or of its Sig. Frac. (Wilson's
+    interval of the share of n sentences, which stays sensible at 0 and 1, where a normal one
+    has no width); None without ``n`` >= 2."""
+    if "n" not in frame or float(frame.loc[c, "n"]) < 2:
+        return None
+    n = int(frame.loc[c, "n"])
+    value = float(frame.loc[c, column])
+    if column.endswith("sig. frac."):
+        return uncertainty.proportion(int(round(value * n)), n)
+    se = _se(frame, column, c)
+    return uncertainty.normal_interval(value, se, n) if np.isfinite(se) else None
+
+
 def _interval_cell(frame: pd.DataFrame, column: str, c) -> str:
     """Our 95% interval of a class's mean (or Sig. Frac.), "[0.33, 0.41]"; "n/a" without n >= 2."""
-    if "n" not in frame:
-        return "n/a"
-    se = _se(frame, column, c)
-    if not np.isfinite(se):
-        return "n/a"
-    iv = uncertainty.normal_interval(float(frame.loc[c, column]), se, int(frame.loc[c, "n"]))
-    return f"[{iv.low:.2f}, {iv.high:.2f}]"
+    iv = _our_interval(frame, column, c)
+    return "n/a" if iv is None else f"[{iv.low:.2f}, {iv.high:.2f}]"
 
 
 #: (paper-frame column, row label) of :func:`paper_table`'s rows, per model.
@@ -219,8 +228,8 @@ def _verdicts(o_frame: pd.DataFrame, p_frame: pd.DataFrame, column: str) -> str:
     p = [float(p_frame.loc[c, column]) for c in (0, 1)]
     if any(np.isnan(p)):
         return "n/a"
-    return " / ".join(_side(float(o_frame.loc[c, column.split(" (")[0]]), p[c],
-                            _se(o_frame, column.split(" (")[0], c)) for c in (0, 1))
+    ours = column.split(" (")[0]
+    return " / ".join(_side(float(o_frame.loc[c, ours]), p[c], _our_interval(o_frame, ours, c)) for c in (0, 1))
 
 
 def _given(p_frame: pd.DataFrame, column: str) -> str:
@@ -307,23 +316,21 @@ def comparison(
     return out
 
 
-def _side(o: float, r: float, se: float | None = None) -> str:
-    if se is not None and np.isfinite(se):
-        relation = uncertainty.normal_interval(o, se, 2).relation_to(r)  # our interval against the reference
+def _side(o: float, r: float, interval: uncertainty.Interval | None = None) -> str:
+    """Where ours lies against a reference r: by our interval ("above", "below", "within noise"),
+    or without one by ours rounded to 2 decimals ("above", "below", "equal")."""
+    if interval is not None:
+        relation = interval.relation_to(r)
         return relation if relation in ("above", "below") else "within noise"
     o = round(o, 2)
     return "above" if o > r else "below" if o < r else "equal"
 
 
 def _se(frame: pd.DataFrame, column: str, c: int) -> float:
-    """The standard error of a class's mean tau (population sd / sqrt(n)) or of its Sig. Frac.
-    (a binomial share: sqrt(p (1 - p) / n))."""
+    """The standard error of a class's mean tau: population sd / sqrt(n)."""
     n = float(frame.loc[c, "n"])
     if n < 2:
         return float("nan")
-    if column.endswith("sig. frac."):
-        share = float(frame.loc[c, column])
-        return float(np.sqrt(share * (1 - share) / n))
     return float(frame.loc[c, column.replace(" mean", " sd")]) / float(np.sqrt(n))
 
 

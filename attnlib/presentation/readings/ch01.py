@@ -108,14 +108,11 @@ def encoder_spread(predicted: Mapping[str, Any], labels, *, seed: int = 0) -> di
     _check_models(predicted)
     if len(predicted) < 2:
         raise ValueError("encoder_spread needs at least two encoders")
-    y = np.asarray(labels).astype(bool)
-    f1 = {}
+    shape = np.shape(labels)
     for e, p in predicted.items():
-        p = np.asarray(p).astype(bool)
-        if p.shape != y.shape:
-            raise ValueError(f"predicted[{e!r}] has shape {p.shape}, the labels {y.shape}")
-        tp = float(np.sum(p & y))
-        f1[e] = 2 * tp / max(2 * tp + float(np.sum(p & ~y)) + float(np.sum(~p & y)), 1.0)
+        if np.shape(p) != shape:
+            raise ValueError(f"predicted[{e!r}] has shape {np.shape(p)}, the labels {shape}")
+    f1 = {e: uncertainty.f1(labels, p, seed=seed).estimate for e, p in predicted.items()}
     best, worst = max(f1, key=f1.get), min(f1, key=f1.get)
     gap = uncertainty.compare_f1(labels, predicted[best], predicted[worst], seed=seed).difference
     n = len(np.asarray(labels))

@@ -195,7 +195,13 @@ class Predictions:
 
 @torch.no_grad()
 def predict(model: AttentionClassifier, split: Split, *, batch_size: int = 256) -> Predictions:
-    """Output distributions and attention (over real tokens) for every instance of ``split``."""
+    """Output distributions and attention (over real tokens) for every instance of ``split``.
+
+    Works for every model family: the real tokens are the batch's own (not SOS, EOS or
+    padding). A BiLSTM's or Average's attention sums to 1 over them; a transformer's (its
+    last-layer [CLS] row, averaged over heads) also weighs <SOS> and <EOS>, so its slice sums
+    to at most 1.
+    """
     device = device_of(model)
     probs = np.zeros((len(split), model.config.n_classes), dtype=np.float64)
     attention: list = [None] * len(split)
@@ -205,7 +211,7 @@ def predict(model: AttentionClassifier, split: Split, *, batch_size: int = 256) 
             idx = batch.index.cpu().numpy()
             probs[idx] = out.probs.double().cpu().numpy()
             alpha = out.attention.cpu().numpy()
-            mask = out.encoded.mask.cpu().numpy()
+            mask = batch.mask.cpu().numpy()
             for row, i in enumerate(idx):  # ragged per-instance arrays: one cheap slice each
                 attention[i] = alpha[row][mask[row]]
     return Predictions(probs=probs, attention=attention)

@@ -169,26 +169,26 @@ def _panel(rows):
     return pd.DataFrame(rows, columns=["length", "correlation"])
 
 
-def test_correlation_by_length_reads_the_bands_from_the_head_dimension():
+def test_correlation_wording_reads_the_bands_from_the_head_dimension():
     panel = _panel([(10, 1.0), (32, 0.99), (32, 1.0), (40, 0.8), (64, 0.6), (65, 0.5), (100, 0.3), (120, 0.1)])
-    out = ch11.correlation_by_length(panel, head_dim=32)
+    out = ch11.correlation_wording(panel, head_dim=32)
     assert out["ch11_corr_exact"] == pytest.approx(2 / 3)
     assert out["ch11_corr_exceptions"].startswith("The 1 exception is all at 32 tokens, the head dimension")
     assert out["ch11_corr_mid"] == pytest.approx(0.7) and out["ch11_corr_mid_range"] == "33–64"
     assert out["ch11_corr_long"] == pytest.approx(0.2) and out["ch11_corr_long_from"] == 96
     assert out["ch11_corr_long_n"] == 2
     # the bands follow d_v: at 16, 17-32 and beyond 48
-    out16 = ch11.correlation_by_length(panel, head_dim=16)
+    out16 = ch11.correlation_wording(panel, head_dim=16)
     assert out16["ch11_corr_mid_range"] == "17–32" and out16["ch11_corr_long_from"] == 48
     assert out16["ch11_corr_exceptions"] == "There is no exception."  # 32 tokens is past d_v = 16
     odd = pd.concat([panel, _panel([(20, 0.9)])])  # an exception short of d_v
-    assert "rank-deficient" in ch11.correlation_by_length(odd, head_dim=32)["ch11_corr_exceptions"]
+    assert "rank-deficient" in ch11.correlation_wording(odd, head_dim=32)["ch11_corr_exceptions"]
     clean = _panel([(10, 1.0), (40, 0.8), (100, 0.3)])
-    assert ch11.correlation_by_length(clean, head_dim=32)["ch11_corr_exceptions"] == "There is no exception."
+    assert ch11.correlation_wording(clean, head_dim=32)["ch11_corr_exceptions"] == "There is no exception."
     with pytest.raises(ValueError, match="needs pairs"):
-        ch11.correlation_by_length(_panel([(10, 1.0), (40, 0.8)]), head_dim=32)
+        ch11.correlation_wording(_panel([(10, 1.0), (40, 0.8)]), head_dim=32)
     with pytest.raises(ValueError, match="head_dim"):
-        ch11.correlation_by_length(panel, head_dim=0)
+        ch11.correlation_wording(panel, head_dim=0)
 
 
 def test_f1_beside_bilstm_says_within_noise_unless_the_paired_interval_excludes_zero():

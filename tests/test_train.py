@@ -113,6 +113,21 @@ def test_predict_returns_attention_over_real_tokens(small):
     np.testing.assert_allclose(pred.probs, train.predict_proba(result.model, small.test))
 
 
+def test_predict_works_for_a_transformer(tiny_dataset, transformer):
+    """The one protocol: predict reads the batch's real tokens, not a BiLSTM's own encoding."""
+    split = tiny_dataset.test
+    pred = train.predict(transformer, split)
+    assert [len(a) for a in pred.attention] == split.lengths().tolist()
+    # the [CLS] row also weighs <SOS>/<EOS>: on the words it sums to at most 1, and is >= 0
+    assert all(a.min() >= 0 and a.sum() <= 1 + 1e-5 for a in pred.attention)
+    np.testing.assert_allclose(pred.probs, train.predict_proba(transformer, split))
+    batch = next(iter(split.batches(len(split))))
+    with torch.no_grad():
+        alpha = transformer(batch).attention
+    for row, i in enumerate(batch.index.tolist()):
+        np.testing.assert_allclose(pred.attention[i], alpha[row][batch.mask[row]].numpy(), atol=1e-6)
+
+
 def test_classification_metrics():
     m = train.classification_metrics(np.array([0, 1, 1, 0]), np.array([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]]))
     assert m["accuracy"] == 0.5 and m["roc_auc"] == pytest.approx(0.75) and m["f1"] == pytest.approx(0.5)

@@ -15,7 +15,7 @@ from ... import uncertainty
 from .wording import listed, require_columns
 
 __all__ = ["layer_list", "effective_mass", "token_identity", "token_identity_beside_brunner", "on_the_line",
-           "correlation_by_length", "f1_beside_bilstm"]
+           "correlation_wording", "f1_beside_bilstm"]
 
 _MASS_COLUMNS = tuple(f"{k} {g}" for g in ("[CLS]", "[SEP]", "punctuation") for k in ("raw", "effective"))
 
@@ -174,7 +174,7 @@ def on_the_line(line: pd.DataFrame) -> dict[str, Any]:
     }
 
 
-def correlation_by_length(panel: pd.DataFrame, *, head_dim: int) -> dict[str, Any]:
+def correlation_wording(panel: pd.DataFrame, *, head_dim: int) -> dict[str, Any]:
     """Raw against effective attention by sentence length, for one model.
 
     ``panel``: one row per (sentence, head) with ``length`` (tokens) and ``correlation``

@@ -381,6 +381,49 @@ def test_layer_correlations_are_scipy_spearman_per_instance(tiny_dataset, synthe
         layer_correlations(rel, other)
 
 
+def test_all_positions_keep_cls_as_abnar_and_zuidema_do(tiny_dataset, synthetic_transformer):
+    """positions="all" (A&Z's notebook): [CLS] and [SEP] stay in both vectors. In layer 1 rollout
+    is raw attention with [CLS]'s own weight raised to (a_00 + 1) / 2, so the two rank the words
+    alike and differ only in where [CLS] stands; the words' blank-out scores are the same replacements
+    as positions="words" computes."""
+    from attnlib import importance as imp
+
+    model, split = synthetic_transformer, tiny_dataset.test
+    words = relevance_by_layer(model, split, max_instances=10, seed=1)
+    full = relevance_by_layer(model, split, max_instances=10, seed=1, positions="all")
+    assert full.positions == "all" and (full.lengths == words.lengths + 2).all()
+    batch = split.batch(full.indices)
+    raw0 = model.trace(batch).attentions[:, 0].mean(1)[:, 0].double().numpy()  # layer 1's [CLS] row
+    for i in range(len(full)):
+        n = int(full.lengths[i])
+        raw, rolled = full.scores["raw attention"][i][0], full.scores["rollout"][i][0]
+        assert raw.shape == rolled.shape == (n,)
+        np.testing.assert_allclose(raw, raw0[i, :n] / raw0[i, :n].sum(), atol=1e-6)
+        expected = raw / 2
+        expected[0] = (raw[0] + 1) / 2
+        np.testing.assert_allclose(rolled, expected, atol=1e-6)
+        assert rolled.argmax() == 0  # [CLS] first: it holds more than half
+        np.testing.assert_allclose(full.scores["flow"][i][0], rolled, atol=1e-6)  # one layer: flow = rollout
+        np.testing.assert_allclose(full.scores["rollout"][i][:, 1:-1] / full.scores["rollout"][i][:, 1:-1].sum(-1, keepdims=True),
+                                   words.scores["rollout"][i], atol=1e-6)
+    ref_words = imp.importance(model, split, max_instances=10, seed=1, loo_mode="replace")
+    ref_all = imp.importance(model, split, max_instances=10, seed=1, loo_mode="replace", positions="all")
+    assert ref_all.settings["positions"] == "all" and (ref_all.lengths == ref_words.lengths + 2).all()
+    for i in range(len(ref_all)):
+        np.testing.assert_allclose(ref_all.loo[i][1:-1], ref_words.loo[i], atol=1e-6)
+        assert ref_all.gradient[i].sum() == pytest.approx(1.0)
+    table = layer_correlations(full, ref_all)
+    assert set(table.n) <= {10} and len(table) == 2 * 3 * 3
+    with pytest.raises(ValueError, match="same positions"):
+        layer_correlations(full, ref_words)
+    with pytest.raises(ValueError, match="replace"):
+        imp.importance(model, split, max_instances=4, positions="all")
+    with pytest.raises(ValueError, match="positions"):
+        imp.importance(model, split, max_instances=4, loo_mode="replace", positions="cls")
+    with pytest.raises(ValueError, match="positions"):
+        relevance_by_layer(model, split, max_instances=4, positions="every")
+
+
 def test_relevance_by_layer_rejects_models_without_a_trace(tiny_dataset, tiny_model):
     with pytest.raises(ValueError, match="trace"):
         relevance_by_layer(tiny_model("average"), tiny_dataset.test, max_instances=4)

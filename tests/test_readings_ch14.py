@@ -120,3 +120,54 @@ def test_beside_abnar_gives_ours_their_interval_and_theirs_their_six_layers():
     assert both.loc[("loo", "raw attention"), (theirs, "L1")] == "0.69"  # their Table 1
     with pytest.raises(ValueError, match="low"):
         ch14.beside_abnar(table.drop(columns="low"), published.ABNAR_CORRELATION)
+
+
+def _first_layer(raw1, roll1, n=80, layers=3, seed=1):
+    """{(loo, method): (n, layers)} with layer 1's per-sentence rho around the given means."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for method, first in zip(METHODS, (raw1, roll1, roll1)):
+        values = rng.normal(0.4, 0.05, (n, layers))
+        values[:, 0] = first + rng.normal(0, 0.05, n)
+        out["loo", method] = values
+    return out
+
+
+@pytest.mark.parametrize("raw1, roll1, expected", [
+    (0.6, 0.3, "raw attention agrees better, by 0.30"),
+    (0.3, 0.6, "rollout agrees better, by 0.30"),
+    (0.4, 0.4, "within noise of each other"),
+])
+def test_cls_kept_reads_the_layer_one_gap_paired(raw1, roll1, expected):
+    rho = _first_layer(raw1, roll1)
+    kept, words = _table(rho), _table(_first_layer(0.2, 0.2, seed=2))
+    first = np.arange(80) < 20
+    out = ch14.cls_kept(words, kept, rho, first)
+    assert expected in out["ch14_kept_gap"]
+    assert "interval" in out["ch14_kept_gap"]
+    assert out["ch14_kept_raw1"] == pytest.approx(rho["loo", "raw attention"][:, 0].mean())
+    assert out["ch14_kept_roll1"] == pytest.approx(rho["loo", "rollout"][:, 0].mean())
+    assert out["ch14_kept_cls_first"] == 0.25 and out["ch14_kept_last"] == 3
+    assert out["ch14_words_roll1"] == pytest.approx(words[(words.method == "rollout") & (words.layer == 1)]["mean"].item())
+
+
+def test_cls_kept_identical_maps_are_a_tie():
+    """Raw attention and rollout with the same per-sentence rho: no gap to read."""
+    rho = _first_layer(0.5, 0.5)
+    rho["loo", "rollout"] = rho["loo", "raw attention"].copy()
+    out = ch14.cls_kept(_table(rho), _table(rho), rho, np.ones(80, bool))
+    assert "within noise" in out["ch14_kept_gap"]
+    with pytest.raises(ValueError, match="bools"):
+        ch14.cls_kept(_table(rho), _table(rho), rho, np.array([]))
+
+
+def test_cls_kept_table_has_both_blocks_and_fits_a_phone():
+    words, kept = _table(_first_layer(0.2, 0.2)), _table(_first_layer(0.6, 0.3))
+    table = ch14.cls_kept_table(words, kept)
+    assert list(table.columns) == ["L1", "L2", "L3"]
+    assert list(table.index.get_level_values(0).unique()) == ["words only", "[CLS] and [SEP] kept"]
+    assert list(table.loc["words only"].index) == METHODS
+    assert table.loc[("[CLS] and [SEP] kept", "raw attention"), "L1"].startswith(
+        f"{kept[(kept.method == 'raw attention') & (kept.layer == 1)]['mean'].item():.2f} ±")
+    with pytest.raises(ValueError, match="measure"):
+        ch14.cls_kept_table(words, kept, measure="gradient")

@@ -397,10 +397,13 @@ class RelevanceResult(InstanceResult):
     renormalised over the words ([CLS] and [SEP] cut off), aligned to
     ``split.tokens[indices[i]]`` and to :class:`~attnlib.experiments.importance.ImportanceResult`
     for the same ``max_instances`` and ``seed``. ``residual`` is A^'s identity weight.
+    With ``positions == "all"`` the rows cover every real position, [CLS] and [SEP] included
+    (n_i + 2 of them, as ``lengths`` then counts), as A&Z's code correlates them.
     """
 
     scores: dict
     residual: float = RESIDUAL
+    positions: str = "words"
 
     @property
     def n_layers(self) -> int:
@@ -436,6 +439,7 @@ def relevance_by_layer(
     residual: float = RESIDUAL,
     chunk_size: int | None = None,
     scale: float = FLOW_SCALE,
+    positions: str = "words",
 ) -> RelevanceResult:
     """Raw attention, rollout and flow of the output position after each layer (A&Z 2020, Sec. 3-4).
 
@@ -454,11 +458,18 @@ def relevance_by_layer(
         max_instances, seed, chunk_size: as for every per-instance experiment.
         residual: A^'s identity weight r in [0, 1) (A&Z: 0.5).
         scale: flow's capacity scale (:func:`flow`).
+        positions: ``"words"`` (default): cut to the words, as above. ``"all"``: keep [CLS]
+            and [SEP] (<SOS>, <EOS>), as the notebook behind A&Z's Tables 1-2 does; compare it
+            with ``importance(..., positions="all", loo_mode="replace")``. In layer 1 rollout
+            and flow then differ from raw attention only in [CLS]'s own weight,
+            (a_00 + 1) / 2, which ranks [CLS] first.
     """
     if not callable(getattr(model, "trace", None)):
         raise ValueError(f"model must have a trace(batch) method (a transformer), got {type(model).__name__}")
     residual = _check_residual(residual)
     scale = _check_scale(scale)
+    if positions not in ("words", "all"):
+        raise ValueError(f"positions must be 'words' or 'all', got {positions!r}")
     with runs.experiment(model, split, seed=seed, max_instances=max_instances, chunk_size=chunk_size,
                           rows=64, cost=lambda T, H: T * (T + H) * 64, budget=32_000_000, own_attention=False,
                           min_tokens=2) as run:
@@ -472,7 +483,7 @@ def relevance_by_layer(
             probs[rows] = p
             A, key_mask = _check_inputs(trace.attentions, trace.key_mask)
             L = A.shape[1]
-            words = real_token_mask(trace.tokens)
+            words = real_token_mask(trace.tokens) if positions == "words" else key_mask
             raw = A.mean(2)[:, :, 0, :]  # (B, L, T)
             rolled = rollout(A, key_mask, residual=residual)[:, :, 0, :]
             flowed = torch.stack([flow(A[:, : l + 1], key_mask, residual=residual, scale=scale)
@@ -481,7 +492,9 @@ def relevance_by_layer(
                 for row, per_word in zip(rows, _words_only(value.double(), words)):
                     scores[name][row] = per_word
         fields = run.instance_fields(probs)
-    return RelevanceResult(**fields, scores=scores, residual=residual)
+    if positions == "all":  # the positions scored: the words, [CLS] and [SEP]
+        fields["lengths"] = np.asarray(fields["lengths"]) + 2
+    return RelevanceResult(**fields, scores=scores, residual=residual, positions=positions)
 
 
 def instance_correlations(relevance: RelevanceResult, importance, measures=("loo", "gradient")) -> dict:
@@ -496,6 +509,10 @@ def instance_correlations(relevance: RelevanceResult, importance, measures=("loo
         raise ValueError(f"relevance must be a RelevanceResult (relevance_by_layer), got {type(relevance).__name__}")
     if not np.array_equal(np.asarray(relevance.indices), np.asarray(importance.indices)):
         raise ValueError("relevance and importance cover different instances: use the same max_instances and seed")
+    theirs = getattr(importance, "settings", {}).get("positions", "words")
+    if theirs != relevance.positions:
+        raise ValueError(f"relevance scores positions={relevance.positions!r} but importance "
+                         f"positions={theirs!r}: compute both with the same positions")
     lengths = np.asarray(relevance.lengths)
     L = relevance.n_layers
     out = {}

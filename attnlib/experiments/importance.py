@@ -57,6 +57,7 @@ from ..models.protocol import check_token_model, eval_mode, model_name, word_mas
 __all__ = [
     "LOO_MODES",
     "MEASURES",
+    "POSITIONS",
     "gradient_importance",
     "leave_one_out",
     "ImportanceResult",
@@ -121,10 +122,20 @@ def _normalise_rows(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return torch.where(total > 0, scores / torch.where(total > 0, total, torch.ones_like(total)), uniform)
 
 
+#: Which positions :func:`importance` scores: the words (J&W; the book's default), or every
+#: real position, <SOS> ([CLS]) and <EOS> included (Abnar & Zuidema's code, Chapter 14).
+POSITIONS = ("words", "all")
+
+
+def _scored(model, tokens: torch.Tensor, positions: str) -> torch.Tensor:
+    """(B, T) bool: the positions scored, the words or every non-padding position."""
+    return word_mask(tokens, model.pad_id) if positions == "words" else tokens != model.pad_id
+
+
 # ----------------------------------------------------------------------------- gradient
 
 
-def _gradient(model, tokens: torch.Tensor, detach_attention: bool):
+def _gradient(model, tokens: torch.Tensor, detach_attention: bool, positions: str = "words"):
     """(g normalised (B, T), probs (B, C), alpha (B, T)) from ONE forward and ONE backward pass.
 
     Through the token-level protocol: e_t = ``model.embed_tokens(tokens)`` made a leaf, and
@@ -139,7 +150,7 @@ def _gradient(model, tokens: torch.Tensor, detach_attention: bool):
         # masked per sentence, LayerNorm is per token), so d(sum_b y-hat_b)/d e_{bt} = d y-hat_b / d e_{bt}:
         # one backward for the batch.
         (grad,) = torch.autograd.grad(_target_probability(model, out.probs).sum(), embedded)
-    mask = word_mask(tokens, model.pad_id)
+    mask = _scored(model, tokens, positions)
     raw = (grad * embedded.detach()).sum(-1).abs()  # |<d y-hat / d e_t, e_t>|, (B, T)
     alpha = out.attention.detach()
     if not model.single_attention:
@@ -234,11 +245,12 @@ def _loo(
     mode: str,
     replacement: int,
     max_tokens: int,
+    positions: str = "words",
 ) -> torch.Tensor:
     """Leave-one-out scores (B, T); validated inputs, eval mode, no grad; ``base_probs``: y-hat(x)."""
     device = tokens.device
     B, T = tokens.shape
-    mask = word_mask(tokens, model.pad_id)
+    mask = _scored(model, tokens, positions)
     n_real = mask.sum(-1)
     delete = mode == "delete"
     if (delete or replacement == model.pad_id) and bool((n_real < 2).any()):
@@ -248,7 +260,7 @@ def _loo(
             f"to attend to. Use mode='replace' with replacement=UNK, or drop them (J&W's data sets keep "
             f"sentences of >= 5 tokens)."
         )
-    fast = getattr(model, "deletion_tvd", None) if delete else None
+    fast = getattr(model, "deletion_tvd", None) if delete and positions == "words" else None
     if fast is not None:  # J&W's BiLSTM: every deletion from the states of x
         return fast(tokens, base_probs, max_tokens)
     # One row per (instance b, real position t): row-major, so rows of an instance are contiguous.
@@ -412,6 +424,7 @@ def importance(
     chunk_size: int | None = None,
     detach_attention: bool | None = None,
     loo_mode: str = "delete",
+    positions: str = "words",
 ) -> ImportanceResult:
     """Attention, gradient importance and leave-one-out for a split (J&W 2019, Sec. 4.1).
 
@@ -440,6 +453,11 @@ def importance(
         detach_attention: passed to :func:`gradient_importance` (None: True for J&W's
             classifier, as J&W; False for the transformer, which rejects True).
         loo_mode: ``"delete"`` (J&W) or ``"replace"`` (by UNK), see :func:`leave_one_out`.
+        positions: ``"words"`` (default): every measure over the real words, as J&W. ``"all"``:
+            over every real position, <SOS> ([CLS]) and <EOS> included, as Abnar & Zuidema's code
+            correlates them; needs ``loo_mode="replace"`` (deleting <SOS> is not an input the
+            model can read). ``lengths`` then counts the positions scored (words + 2), so
+            ``padded`` and :func:`agreement` work unchanged.
 
     Instances with fewer than 2 real tokens are left out after the subset is drawn, with a
     warning: a rank correlation needs 2 tokens and deleting an only token leaves nothing to
@@ -448,6 +466,11 @@ def importance(
     model = _check_model(model)
     detach_attention = _check_detach(model, detach_attention)
     _check_loo_args(model, loo_mode, None, MAX_TOKENS)
+    if positions not in POSITIONS:
+        raise ValueError(f"positions must be one of {', '.join(map(repr, POSITIONS))}, got {positions!r}")
+    if positions == "all" and loo_mode != "replace":
+        raise ValueError('positions="all" needs loo_mode="replace": deleting <SOS> or <EOS> leaves an input '
+                         "the model cannot read, while replacing it by UNK (A&Z's blank-out) does not")
     if isinstance(split, Split) and len(split.ids) and int(max(int(np.max(ids)) for ids in split.ids)) >= model.vocab_size:
         raise ValueError("the split has token ids outside the model's vocabulary: was it trained on this data set?")
 
@@ -460,10 +483,11 @@ def importance(
         attention, gradient, loo = [None] * n, [None] * n, [None] * n
         for rows, chunk in run.chunk_batches():
             tokens = _batch_tokens(model, chunk.tokens)
-            g, p, alpha = _gradient(model, tokens, detach_attention)
+            g, p, alpha = _gradient(model, tokens, detach_attention, positions)
             with torch.no_grad():
-                scores = _loo(model, tokens, p, mode=loo_mode, replacement=model.unk_id, max_tokens=MAX_TOKENS)
-            mask = word_mask(tokens, model.pad_id).cpu().numpy()
+                scores = _loo(model, tokens, p, mode=loo_mode, replacement=model.unk_id, max_tokens=MAX_TOKENS,
+                              positions=positions)
+            mask = _scored(model, tokens, positions).cpu().numpy()
             probs[rows] = p.double().cpu().numpy()
             for out, values in ((attention, alpha), (gradient, g), (loo, scores)):
                 for k, row in zip(rows, _split_rows(values.cpu().numpy(), mask)):
@@ -477,11 +501,19 @@ def importance(
             "split": getattr(split, "name", "batch"),
             "detach_attention": detach_attention,
             "loo_mode": loo_mode,
+            "positions": positions,
             "max_instances": max_instances,
             "seed": run.seed,
         },
-        **run.instance_fields(probs),
+        **_scored_lengths(run.instance_fields(probs), positions),
     )
+
+
+def _scored_lengths(fields: dict, positions: str) -> dict:
+    """``run.instance_fields`` with ``lengths`` the positions scored: + <SOS> and <EOS> for "all"."""
+    if positions == "all":
+        fields = {**fields, "lengths": np.asarray(fields["lengths"]) + 2}
+    return fields
 
 
 # ----------------------------------------------------------------------------- agreement

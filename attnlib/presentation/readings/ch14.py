@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ... import uncertainty
 from ...experiments import faithfulness
 from .wording import listed, require_columns
 
-__all__ = ["beside_abnar", "correlations", "rationale"]
+__all__ = ["beside_abnar", "correlations", "rationale", "cls_kept_table", "cls_kept"]
 
 #: The three relevance methods, and the short names the glued names use.
 _METHODS = (("raw attention", "raw"), ("rollout", "roll"), ("flow", "flow"))
@@ -28,8 +29,7 @@ def beside_abnar(table: pd.DataFrame, paper: dict) -> pd.DataFrame:
     layer}). Rows (measure, method); columns ours L1.., then theirs L1.. (their model has 6 layers).
     """
     require_columns(table, ("measure", "method", "layer", "mean", "low", "high"), "table")
-    cells = table.assign(cell=[f"{m:.2f} ±{uncertainty.Interval(m, lo, h, 0).half_width:.2f}"
-                               for m, lo, h in zip(table["mean"], table["low"], table["high"])])
+    cells = table.assign(cell=_cell_text(table))
     ours = cells.pivot(index=["measure", "method"], columns="layer", values="cell")
     ours.columns = [f"L{c}" for c in ours.columns]
     theirs = pd.DataFrame({key: [f"{p.value:.2f}" for p in values] for key, values in paper.items()},
@@ -108,3 +108,76 @@ def rationale(recovery: pd.DataFrame, scores: dict, rationales, *, accuracy: flo
     for name, key in (*_METHODS, ("random", "random")):
         out[f"ch14_syn_{key}_ap"] = float(ap[name])
     return out
+
+
+def _cell_text(table: pd.DataFrame) -> list[str]:
+    """Each row's mean rho with the half-width of its 95% interval: "0.19 ±0.03"."""
+    return [f"{m:.2f} ±{uncertainty.Interval(m, lo, h, 0).half_width:.2f}"
+            for m, lo, h in zip(table["mean"], table["low"], table["high"])]
+
+
+def _cells(table: pd.DataFrame) -> pd.DataFrame:
+    """Mean rho "0.19 ±0.03" (half-width of the 95% interval), rows method, columns L1.."""
+    cells = table.assign(cell=_cell_text(table))
+    out = cells.pivot(index="method", columns="layer", values="cell")
+    out.columns = [f"L{c}" for c in out.columns]
+    return out.reindex([m for m, _ in _METHODS])
+
+
+def cls_kept_table(words: pd.DataFrame, kept: pd.DataFrame, *, measure: str = "loo") -> pd.DataFrame:
+    """Mean rho with blank-out per layer, correlated over the words alone (the book) and over
+    every position with [CLS] and [SEP] kept (Abnar & Zuidema's notebook), one block each.
+
+    ``words``, ``kept``: :func:`attnlib.flow.layer_correlations`' frames for the same sentences,
+    from ``positions="words"`` and ``positions="all"``. Rows (positions, method); columns L1..
+    """
+    for frame, what in ((words, "words"), (kept, "kept")):
+        require_columns(frame, ("measure", "method", "layer", "mean", "low", "high"), what)
+        if measure not in set(frame["measure"]):
+            raise ValueError(f"{what} has no rows for measure {measure!r}")
+    blocks = {"words only": _cells(words[words.measure == measure]),
+              "[CLS] and [SEP] kept": _cells(kept[kept.measure == measure])}
+    both = pd.concat(blocks, names=["positions", "method"])
+    return both.fillna("n/a")
+
+
+def cls_kept(words: pd.DataFrame, kept: pd.DataFrame, rho_kept: dict, cls_blank_out_first) -> dict[str, Any]:
+    """The reading of the [CLS]-kept correlations: A&Z's layer-1 gap between raw attention and
+    rollout, and why it appears.
+
+    ``words``, ``kept``: :func:`attnlib.flow.layer_correlations`' frames (``positions="words"``
+    and ``"all"``, the same sentences); ``rho_kept``: :func:`attnlib.flow.instance_correlations`
+    of the kept positions; ``cls_blank_out_first``: per sentence, whether blank-out ranks [CLS]
+    above every other position (bool array). The gap is read paired, sentence by sentence.
+    """
+    require_columns(kept, ("measure", "method", "layer", "mean", "low", "high"), "kept")
+    first_kept = np.asarray(cls_blank_out_first, dtype=bool)
+    if first_kept.ndim != 1 or not len(first_kept):
+        raise ValueError("cls_blank_out_first must be a non-empty 1-D array of bools, one per sentence")
+    mean = kept[kept.measure == "loo"].set_index(["method", "layer"])["mean"]
+    mean_words = words[words.measure == "loo"].set_index(["method", "layer"])["mean"]
+    last = int(kept["layer"].max())
+    raw1, roll1 = rho_kept["loo", "raw attention"][:, 0], rho_kept["loo", "rollout"][:, 0]
+    gap = uncertainty.compare(raw1, roll1, paired=True)
+    d = gap.difference
+    if gap.verdict == "higher":
+        clause = (f"raw attention agrees better, by {d.estimate:.2f} (paired 95% interval "
+                  f"{d.low:.2f} to {d.high:.2f}): the gap of their Table 1 appears")
+    elif gap.verdict == "lower":
+        clause = (f"rollout agrees better, by {-d.estimate:.2f} (paired 95% interval "
+                  f"{-d.high:.2f} to {-d.low:.2f}), the opposite of their Table 1")
+    else:
+        clause = (f"the two are within noise of each other (paired 95% interval of the difference "
+                  f"{d.low:.2f} to {d.high:.2f}), unlike their Table 1")
+    return {
+        "ch14_kept_raw1": float(mean["raw attention", 1]),
+        "ch14_kept_roll1": float(mean["rollout", 1]),
+        "ch14_kept_gap": clause,
+        "ch14_kept_cls_first": float(first_kept.mean()),
+        "ch14_kept_last": last,
+        "ch14_kept_roll_last": float(mean["rollout", last]),
+        "ch14_kept_flow_last": float(mean["flow", last]),
+        "ch14_kept_raw_last": float(mean["raw attention", last]),
+        "ch14_words_roll1": float(mean_words["rollout", 1]),
+        "ch14_words_roll_last": float(mean_words["rollout", last]),
+    }

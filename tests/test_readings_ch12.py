@@ -219,6 +219,7 @@ def test_masking_reading_values():
     assert out["ch12_n_significant"] == 2 and out["ch12_n_up"] == 1
     assert out["ch12_n_beyond_seeds"] == 2
     assert out["ch12_seed_noise"] == 0.015 and out["ch12_n_seeds"] == 2
+    assert out["ch12_other_seeds"] == "2 other seeds"
     assert out["ch12_largest_change"] == pytest.approx(0.03)
     assert out["ch12_prunable"] == 0.5
     assert out["ch12_prunable_random_min"] == 0.0 and out["ch12_prunable_random_max"] == 0.25
@@ -275,3 +276,19 @@ def test_keys_beside_poster_gives_our_accuracies_wilson_intervals():
     furthest = ch12.keys_beside_poster(keys.assign(accuracy=0.5), published.POSTER_ACCURACY)
     assert furthest.columns[0].endswith("layer 1)") and furthest.iloc[2, 0] == "0.600"  # none kept: the furthest
 
+
+
+def test_pruning_table_is_one_row_per_level_with_intervals_and_the_random_band():
+    imp = pd.DataFrame({"n_pruned": [0, 1, 2], "fraction": [0.0, 0.5, 1.0], "accuracy": [0.8, 0.75, 0.5],
+                        "low": [0.78, 0.72, 0.46], "high": [0.82, 0.78, 0.54]})
+    rnd = pd.DataFrame({"n_pruned": [0, 1, 2], "fraction": [0.0, 0.5, 1.0], "accuracy": [0.8, 0.7, 0.5],
+                        "min": [0.8, 0.65, 0.5], "max": [0.8, 0.74, 0.5]})
+    rnd.attrs["orders"] = [None] * 5
+    table = ch12.pruning_table(imp, rnd)
+    assert table.index.name == "heads pruned" and table.index.tolist() == [0, 1, 2]
+    assert table.loc[1].tolist() == ["50%", "0.750 [0.720, 0.780]", "0.700 (0.650–0.740)"]
+    assert table.columns[-1] == "5 random orders: mean (range)"
+    with pytest.raises(ValueError, match="same levels"):
+        ch12.pruning_table(imp, rnd.assign(n_pruned=[0, 2, 4]))
+    with pytest.raises(ValueError, match="low"):
+        ch12.pruning_table(imp.drop(columns="low"), rnd)

@@ -79,3 +79,10 @@ def test_rounding_matches_python_and_shape_is_kept(values, digits):
             assert text == NOT_AVAILABLE
         elif text.lstrip("-").replace(".", "").isdigit():
             assert abs(float(text) - raw) <= 0.5 * 10 ** -min(digits, 12) + 1e-9 or float(text) == round(raw)
+
+
+def test_truth_values_read_yes_and_no():
+    t = pd.DataFrame({"changed": np.array([True, False]), "agrees": [False, True]})
+    shown = readable(t)
+    assert shown.changed.tolist() == ["yes", "no"] and shown.agrees.tolist() == ["no", "yes"]
+    assert "True" not in shown.to_html() and "False" not in shown.to_html()

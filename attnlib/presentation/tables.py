@@ -18,6 +18,7 @@ import numbers
 import re
 from collections.abc import Mapping
 
+import numpy as np
 import pandas as pd
 
 __all__ = ["NOT_AVAILABLE", "READER_NAMES", "reader_name", "readable"]
@@ -97,8 +98,8 @@ def reader_name(name, names: Mapping[str, str] | None = None):
 def _cell(value, digits: int) -> str:
     if value is None or value is pd.NaT:
         return NOT_AVAILABLE
-    if isinstance(value, bool):
-        return str(value)
+    if isinstance(value, (bool, np.bool_)):
+        return "yes" if value else "no"
     if isinstance(value, numbers.Integral):
         return str(int(value))
     if isinstance(value, numbers.Real):
@@ -129,7 +130,8 @@ def _labels(index: pd.Index, names: Mapping[str, str] | None) -> pd.Index:
 
 def readable(table, digits: int | Mapping[str, int] = 3,
              names: Mapping[str, str] | None = None) -> pd.DataFrame:
-    """A copy of ``table`` to show: names in words, numbers rounded, missing values "n/a".
+    """A copy of ``table`` to show: names in words, numbers rounded, missing values "n/a",
+    truth values "yes" / "no".
 
     Args:
         table: a DataFrame or Series (a Series is shown as a one-column frame).

@@ -24,6 +24,7 @@ __all__ = [
     "adversary",
     "masking_grids",
     "masking",
+    "pruning_table",
     "keys",
     "keys_beside_poster",
     "MASKED",
@@ -360,6 +361,7 @@ def masking(
         "ch12_n_beyond_seeds": len(beyond_seeds),
         "ch12_seed_noise": seed_noise,
         "ch12_n_seeds": n_seeds,
+        "ch12_other_seeds": f"{n_seeds} other seed" + ("" if n_seeds == 1 else "s"),
         "ch12_largest_change": float(ablation.change.abs().max()),
         "ch12_n_up": int((significant.change > 0).sum()),
         "ch12_prunable": prunable,
@@ -373,6 +375,30 @@ def masking(
 
 
 _KEYS_COLUMNS = ("layer", "accuracy", "base_accuracy", "jsd", "n_train", "n_test")
+
+
+def pruning_table(by_importance: pd.DataFrame, randomly: pd.DataFrame) -> pd.DataFrame:
+    """The pruning curves as a reader's table, one row per level of heads pruned.
+
+    ``by_importance``: :func:`attnlib.head_importance.prune_by_importance` (n_pruned, fraction,
+    accuracy, low, high); ``randomly``: :func:`attnlib.head_importance.prune_randomly` at the
+    same levels (accuracy, min, max over the orders). Columns: the share of heads pruned, the
+    accuracy by importance with its 95% interval, and the random orders' mean and range.
+    """
+    require_columns(by_importance, ("n_pruned", "fraction", "accuracy", "low", "high"), "by_importance")
+    require_columns(randomly, ("n_pruned", "accuracy", "min", "max"), "randomly")
+    if not np.array_equal(by_importance["n_pruned"].to_numpy(), randomly["n_pruned"].to_numpy()):
+        raise ValueError("the two curves must be measured at the same levels of heads pruned")
+    imp, rnd = by_importance, randomly
+    orders = len(randomly.attrs.get("orders", ())) or "the"
+    table = pd.DataFrame({
+        "share pruned": [f"{f:.0%}" for f in imp["fraction"]],
+        "by importance (95% interval)": [f"{a:.3f} [{lo:.3f}, {hi:.3f}]"
+                                         for a, lo, hi in zip(imp["accuracy"], imp["low"], imp["high"])],
+        f"{orders} random orders: mean (range)": [f"{a:.3f} ({lo:.3f}–{hi:.3f})"
+                                                  for a, lo, hi in zip(rnd["accuracy"], rnd["min"], rnd["max"])],
+    }, index=pd.Index(imp["n_pruned"].astype(int).to_numpy(), name="heads pruned"))
+    return table
 
 
 def _kept(keys: pd.DataFrame) -> pd.DataFrame:

@@ -386,3 +386,26 @@ def test_match_chapter_by_name_or_number():
     assert grade.match_chapter("12_my_heads.ipynb", refs).name == "12_heads.ipynb"
     assert grade.match_chapter("notes.ipynb", refs) is None
     assert grade.match_chapter("99_x.ipynb", refs) is None
+
+
+def test_every_solution_opens_from_its_title():
+    """The book's toggle of a solution bears its title (tools/solution_toggles.py), numbered as
+    the markdown line that plain front ends show above it."""
+    import solution_toggles
+
+    for path in CHAPTERS:
+        nb = _read(path)
+        number = None
+        codes = 0
+        for cell in nb.cells:
+            if "solution" not in _tags(cell):
+                continue
+            if cell.cell_type == "markdown":
+                number = re.match(r"^\*Solution (\d+\.\d+)\*", cell.source).group(1)
+                assert "remove-cell" in _tags(cell), (path.name, number)
+            elif "hide-input" in _tags(cell):
+                assert cell.metadata.get("mystnb") == solution_toggles.prompts(number), (path.name, number)
+                assert number.split(".")[0] == str(int(path.name[:2])), (path.name, number)
+                codes += 1
+        assert codes == sum("exercise" in _tags(c) for c in nb.cells), path.name
+    assert solution_toggles.main(["--check"]) == 0

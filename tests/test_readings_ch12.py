@@ -56,7 +56,7 @@ def test_permutation_reading_values():
     assert out["ch12_all_tvd"] == 0.3 and out["ch12_all_flipped"] == 0.25
     assert out["ch12_head_max_drop"] == pytest.approx(0.02)
     assert out["ch12_head_max_tvd"] == pytest.approx(0.02)
-    assert out["ch12_heads_changed"] == 1
+    assert out["ch12_heads_changed"] == 1 and out["ch12_heads_changed_words"] == "1 of the 6 heads"
     assert out["ch12_single_verdict"] == "matters for a few heads"
     assert out["ch12_n_heads"] == 6 and out["ch12_layers"] == 3
     assert out["ch12_changed_layers"] == "layer 0"
@@ -68,7 +68,7 @@ def test_permutation_reading_values():
 def test_permutation_reading_other_branches():
     perm = _perm(head_change=(0.001, 0.002), layer_change=(0.0, 0.0, 0.0), all_change=-0.06)
     out = ch12.permutation(perm, ch12.permutation_by_layer(perm), POSTER, layers=3, heads=2)
-    assert out["ch12_heads_changed"] == 0
+    assert out["ch12_heads_changed"] == 0 and out["ch12_heads_changed_words"] == "none of the 6 heads"
     assert out["ch12_single_verdict"] == "barely matters"
     assert out["ch12_head_max_drop"] == 0.0  # no head lowers the accuracy: clipped at 0
     assert out["ch12_changed_layers"] == "no single layer"
@@ -217,7 +217,8 @@ ABLATION = pd.DataFrame({"layer": [0, 0, 1, 1], "head": [0, 1, 0, 1], "change": 
 def test_masking_reading_values():
     out = ch12.masking(ABLATION, _curves(3, [1, 2]), MICHEL, seed_noise=0.015, n_seeds=2)
     assert out["ch12_n_significant"] == 2 and out["ch12_n_up"] == 1
-    assert out["ch12_n_beyond_seeds"] == 2
+    assert out["ch12_n_beyond_seeds"] == 2 and out["ch12_beyond_seeds_words"] == "2 of the 4 heads"
+    assert out["ch12_significant_words"] == "2 (1 of them upward)"
     assert out["ch12_seed_noise"] == 0.015 and out["ch12_n_seeds"] == 2
     assert out["ch12_other_seeds"] == "2 other seeds"
     assert out["ch12_largest_change"] == pytest.approx(0.03)
@@ -292,3 +293,11 @@ def test_pruning_table_is_one_row_per_level_with_intervals_and_the_random_band()
         ch12.pruning_table(imp, rnd.assign(n_pruned=[0, 2, 4]))
     with pytest.raises(ValueError, match="low"):
         ch12.pruning_table(imp.drop(columns="low"), rnd)
+
+
+def test_masking_reading_says_none_when_no_head_is_significant():
+    quiet = ABLATION.assign(significant=False, change=[0.001, -0.001, 0.0, 0.0])
+    out = ch12.masking(quiet, _curves(3, [1, 2]), MICHEL, seed_noise=0.015, n_seeds=1)
+    assert out["ch12_significant_words"] == "none"
+    assert out["ch12_beyond_seeds_words"] == "none of the 4 heads"
+    assert out["ch12_other_seeds"] == "1 other seed"

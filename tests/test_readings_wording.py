@@ -4,6 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from attnlib.presentation.readings import wording
 from attnlib.presentation.readings.wording import ENCODER_NAMES, listed, require_columns
 
 
@@ -35,3 +36,18 @@ def test_require_columns():
 
 def test_encoder_names_cover_jw_encoders():
     assert set(ENCODER_NAMES) == {"lstm", "cnn", "average"}
+
+
+@pytest.mark.parametrize("k, n, words", [
+    (0, 16, "none of the 16 heads"), (3, 16, "3 of the 16 heads"), (16, 16, "all 16 heads"),
+    (2, 2, "both heads"), (1, 2, "1 of the 2 heads"),
+])
+def test_some_of_reads_counts_as_a_sentence_does(k, n, words):
+    assert wording.some_of(k, n, "heads") == words
+
+
+def test_some_of_rejects_impossible_counts():
+    with pytest.raises(ValueError, match="0 <= k <= n"):
+        wording.some_of(5, 4, "heads")
+    with pytest.raises(ValueError, match="0 <= k <= n"):
+        wording.some_of(-1, 4, "heads")

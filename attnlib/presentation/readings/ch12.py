@@ -13,7 +13,7 @@ import pandas as pd
 
 from ... import uncertainty
 from ...experiments import head_importance as hi
-from .wording import listed, require_columns
+from .wording import listed, require_columns, some_of
 
 __all__ = [
     "tested",
@@ -181,6 +181,7 @@ def permutation(perm, by_layer: pd.DataFrame, poster, *, layers: int, heads: int
         "ch12_head_max_drop": max(0.0, float(-head_rows.accuracy_change.min())),
         "ch12_head_max_tvd": float(head_rows.median_tvd.max()),
         "ch12_heads_changed": n_heads_changed,
+        "ch12_heads_changed_words": some_of(n_heads_changed, layers * heads, "heads"),
         "ch12_single_verdict": (
             "barely matters" if n_heads_changed == 0 else "matters for a few heads"
         ),
@@ -364,6 +365,11 @@ def masking(
         "ch12_other_seeds": f"{n_seeds} other seed" + ("" if n_seeds == 1 else "s"),
         "ch12_largest_change": float(ablation.change.abs().max()),
         "ch12_n_up": int((significant.change > 0).sum()),
+        "ch12_beyond_seeds_words": some_of(len(beyond_seeds), len(ablation), "heads"),
+        "ch12_significant_words": (
+            "none" if not len(significant)
+            else f"{len(significant)} ({int((significant.change > 0).sum())} of them upward)"
+        ),
         "ch12_prunable": prunable,
         "ch12_prunable_random_min": float(min(random_prunable)),
         "ch12_prunable_random_max": float(max(random_prunable)),

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-__all__ = ["ENCODER_NAMES", "listed", "require_columns", "tally"]
+__all__ = ["ENCODER_NAMES", "listed", "require_columns", "some_of", "tally"]
 
 #: J&W's encoders as the prose names them.
 ENCODER_NAMES = {"lstm": "BiLSTM", "cnn": "CNN", "average": "Average model"}
@@ -45,3 +45,17 @@ def tally(words: Sequence[str], noun: str = "comparisons") -> str:
     (w0, n0), *rest = parts
     return f"{w0} in {n0} of the {len(words)} {noun}" + (", " if len(rest) > 1 else " and ") + listed(
         f"{w} in {n}" for w, n in rest)
+
+
+def some_of(k: int, n: int, noun: str) -> str:
+    """How many of ``n`` things, as a sentence says it: 0 -> "none of the 16 heads", ``n`` ->
+    "all 16 heads" ("both heads" for 2), else "3 of the 16 heads". ``noun`` is the plural.
+    Raises ValueError unless 0 <= k <= n."""
+    k, n = int(k), int(n)
+    if not 0 <= k <= n:
+        raise ValueError(f"need 0 <= k <= n, got k={k}, n={n}")
+    if k == 0:
+        return f"none of the {n} {noun}"
+    if k == n:
+        return f"both {noun}" if n == 2 else f"all {n} {noun}"
+    return f"{k} of the {n} {noun}"

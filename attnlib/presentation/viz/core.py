@@ -10,6 +10,7 @@ import functools
 
 import matplotlib
 import matplotlib.pyplot as plt
+import matplotlib.colors as mcolors
 import numpy as np
 
 
@@ -481,7 +482,8 @@ def matrix_heatmaps(matrices: dict, tokens: Sequence[str], *, diverging: Sequenc
 
     ``matrices``: panel title -> (n, n) array. Panels named in ``diverging`` (e.g. effective
     attention, or a difference, whose entries can be negative) use a red-blue map centred on
-    0; the others the book's attention map from 0 to the largest weight shown among them.
+    0; the others the book's attention map from 0 to the largest weight shown among them, on a
+    square-root scale (the small weights between words stay visible beside a few large ones).
     """
     if not matrices:
         raise ValueError("matrices must name at least one (n, n) matrix")
@@ -505,13 +507,16 @@ def matrix_heatmaps(matrices: dict, tokens: Sequence[str], *, diverging: Sequenc
             lim = float(np.abs(m).max()) or 1.0
             im = ax.imshow(m, cmap="RdBu_r", vmin=-lim, vmax=lim)
         else:
-            im = ax.imshow(m, cmap=ATTENTION_CMAP, vmin=0, vmax=vmax)
+            # square-root scale: a head's few large weights (on [CLS] or [SEP]) would otherwise
+            # leave the weights between words, mostly below 0.1, a blank white
+            im = ax.imshow(m, cmap=ATTENTION_CMAP, norm=mcolors.PowerNorm(0.5, vmin=0, vmax=vmax))
         ax.set_xticks(ticks, [tokens[i] for i in ticks], rotation=90, fontsize=fontsize)
         ax.set_yticks(ticks, [tokens[i] for i in ticks], fontsize=fontsize)
         ax.set_title(name, fontsize=10)
         ax.set_xlabel("key" if step == 1 else f"key (a label every {step} tokens)")
         bar = fig.colorbar(im, ax=ax, fraction=0.046, pad=0.03)
-        bar.set_label("signed weight (0 at white)" if name in diverging else "attention weight", fontsize=8)
+        bar.set_label("signed weight (0 at white)" if name in diverging else "attention weight (square-root scale)",
+                      fontsize=8)
         bar.ax.tick_params(labelsize=7)
     for ax in axes.ravel()[len(matrices):]:
         ax.set_visible(False)

@@ -299,7 +299,10 @@ def plot_relevance_by_layer(tokens: Sequence[str], panels: dict, *, title: str |
                              squeeze=False)
     for ax, (name, m) in zip(axes[0], panels.items()):
         m = np.asarray(m, float)
-        ax.imshow(m, cmap=ATTENTION_CMAP, vmin=0, vmax=float(m.max()) or 1.0, aspect="auto", origin="lower")
+        im = ax.imshow(m, cmap=ATTENTION_CMAP, vmin=0, vmax=float(m.max()) or 1.0, aspect="auto", origin="lower")
+        bar = fig.colorbar(im, ax=ax, fraction=0.05, pad=0.02)
+        bar.set_label("relevance (this panel's scale)", fontsize=7)
+        bar.ax.tick_params(labelsize=6)
         ax.set_xticks(range(n), tokens, rotation=90, fontsize=fontsize)
         ax.set_yticks(range(L), [f"layer {l + 1}" for l in range(L)], fontsize=7)
         ax.set_title(name, fontsize=10)

@@ -16,7 +16,7 @@ import pandas as pd
 from ... import uncertainty
 from ...experiments import faithfulness
 from ...experiments.explanations import METHODS
-from .wording import listed
+from .wording import listed, some_of
 
 __all__ = [
     "SHORT",
@@ -36,6 +36,16 @@ SHORT = {
     "comprehensiveness AOPC, synthetic": "comp syn",
     "sufficiency AOPC, synthetic": "suff syn",
     "fraction removed to flip, rt": "S&S rt",
+}
+
+#: The capstone table's columns as a sentence names them.
+YARDSTICKS = {
+    "AP, synthetic": "plausibility on the synthetic task",
+    "comprehensiveness AOPC, rt": "comprehensiveness on rt-polarity",
+    "sufficiency AOPC, rt": "sufficiency on rt-polarity",
+    "comprehensiveness AOPC, synthetic": "comprehensiveness on the synthetic task",
+    "sufficiency AOPC, synthetic": "sufficiency on the synthetic task",
+    "fraction removed to flip, rt": "S&S's decision flips on rt-polarity",
 }
 
 #: Accuracy on sentences with a negated marker from which a model counts as having learned the
@@ -110,6 +120,22 @@ def _rank_text(table, column: str) -> str:
     return f"{int(table.ranks.at['attention', column])}" + ("=" if table.tied.at["attention", column] else "")
 
 
+def _place(rank_text: str) -> str:
+    """A rank as a sentence says it: "4" -> "4th", "2=" -> "joint 2nd"."""
+    joint = rank_text.endswith("=")
+    k = int(rank_text.rstrip("="))
+    suffix = "th" if 10 <= k % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(k % 10, "th")
+    return ("joint " if joint else "") + f"{k}{suffix}"
+
+
+def _places(ranks: list[str], n_methods: int) -> str:
+    """Attention's places in the three columns: "4th of 5 in all three columns", or "joint 1st,
+    3rd and 3rd of 5 in these three columns"."""
+    if len(set(ranks)) == 1:
+        return f"{_place(ranks[0])} of {n_methods} in all three columns"
+    return f"{listed(_place(r) for r in ranks)} of {n_methods} in these three columns"
+
+
 def ranks(ranked: dict, columns: dict, n_methods: dict) -> dict[str, Any]:
     """Reads the capstone table: per model, the best methods and attention's rank per column,
     and ERASER's two directions (gradient x input against attention, paired).
@@ -135,9 +161,9 @@ def ranks(ranked: dict, columns: dict, n_methods: dict) -> dict[str, Any]:
         out[f"ch15_{key}_summary"] = (
             f"For {name}, the most plausible ranking against the truth is {out[f'ch15_{key}_ap_best']}; "
             f"the most comprehensive on rt-polarity, {out[f'ch15_{key}_comp_best']}; the most sufficient, "
-            f"{out[f'ch15_{key}_suff_best']}. Attention ranks {out[f'ch15_{key}_att_ap_rank']}, "
-            f"{out[f'ch15_{key}_att_comp_rank']} and {out[f'ch15_{key}_att_suff_rank']} in these three "
-            f"columns, among {n_methods[family]} methods."
+            f"{out[f'ch15_{key}_suff_best']}. Attention comes "
+            + _places([out[f"ch15_{key}_att_{c}_rank"] for c in ("ap", "comp", "suff")], n_methods[family])
+            + "."
         )
         # ERASER's two directions, sentence by sentence (paired intervals)
         comp = columns[family]["comprehensiveness AOPC, rt"]
@@ -218,27 +244,19 @@ def deceivers(per_sentence_mass: dict, fooled: pd.DataFrame, top_lambda: float) 
 
 
 def _verdict(family: str, first: list, beaten: list, yardsticks: list, learned: bool, negated: float) -> str:
-    return (
-        f"attention ranks first, alone or tied within noise, on {len(first)} of "
-        "its "
-        f"{len(yardsticks)} yardsticks"
-        + (f" ({', '.join(SHORT[c] for c in first)})" if first else "")
-        + (
-            f", and other methods beat it beyond noise on {len(beaten)} "
-            f"({', '.join(SHORT[c] for c in beaten)})"
-            if beaten
-            else ""
-        )
-        + (
-            ""
-            if learned
-            else "; its plausibility is left out, since the model did not learn "
-            "the rule "
-            f"({negated:.3f} "
-            "on sentences "
-            "with a negated marker)"
-        )
-    )
+    n = len(yardsticks)
+    if first:
+        text = (f"attention ranks first, alone or tied within noise, on "
+                f"{some_of(len(first), n, 'yardsticks')} ({listed(YARDSTICKS[c] for c in first)})")
+    else:
+        text = f"attention ranks first on none of its {n} yardsticks"
+    if beaten:
+        text += ", and other methods beat it beyond noise on " + (
+            ("both" if n == 2 else "every one") if len(beaten) == n else listed(YARDSTICKS[c] for c in beaten))
+    if not learned:
+        text += (f"; its plausibility is left out, since the model did not learn the rule (it reaches "
+                 f"{negated:.3f} on sentences with a negated marker)")
+    return text
 
 
 def verdict(ranked: dict, accuracy: pd.DataFrame) -> dict[str, Any]:

@@ -81,6 +81,12 @@ def test_against_paper_both_classes_alike():
     assert (out["ch05_pe_neg"], out["ch05_pe_pos"]) == (0.52, 0.5)
     assert out["ch05_pe_vs_paper"] == "within noise of theirs for both classes"
     assert out["ch05_run_vs_paper"] == "below theirs for both classes"
+    assert out["ch05_against_paper"] == ("At 0.05 ours are 0.520 and 0.500, within noise of theirs for both "
+                                         "classes; at 0.01 they are 0.300 and 0.300, below theirs for both classes.")
+    same = ch05.against_paper({0.01: ours[0.01], 0.05: ours[0.01]}, PAPER, eps=0.01, paper_eps=0.05,
+                              classes=CLASSES)
+    assert same["ch05_against_paper"] == ("At 0.05 ours are 0.300 and 0.300, and at 0.01 0.300 and 0.300: "
+                                          "below theirs for both classes at either ε.")
 
 
 def test_against_paper_classes_apart():

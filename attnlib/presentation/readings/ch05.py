@@ -105,6 +105,14 @@ def against_paper(
             else f"{sides[0]} theirs for sentences predicted {c0} and {sides[1]} "
             f"theirs for those predicted {c1}"
         )
+    at_paper = f"{out['ch05_pe_neg']:.3f} and {out['ch05_pe_pos']:.3f}"
+    at_run = f"{float(ours[eps].fraction[0]):.3f} and {float(ours[eps].fraction[1]):.3f}"
+    if out["ch05_pe_vs_paper"] == out["ch05_run_vs_paper"]:  # one verdict: said once
+        out["ch05_against_paper"] = (f"At {paper_eps:g} ours are {at_paper}, and at {eps:g} {at_run}: "
+                                     f"{out['ch05_run_vs_paper']} at either ε.")
+    else:
+        out["ch05_against_paper"] = (f"At {paper_eps:g} ours are {at_paper}, {out['ch05_pe_vs_paper']}; "
+                                     f"at {eps:g} they are {at_run}, {out['ch05_run_vs_paper']}.")
     return out
 
 

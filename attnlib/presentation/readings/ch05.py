@@ -16,7 +16,7 @@ import pandas as pd
 from attnlib import uncertainty
 from attnlib.experiments import counterfactual
 
-from .wording import ENCODER_NAMES, require_columns
+from .wording import ENCODER_NAMES, listed, require_columns
 
 __all__ = [
     "against_paper",
@@ -160,20 +160,22 @@ def other_models(
     totals = fractions.groupby(level="model")[["n", "n_very_different"]].sum()
     share = totals["n_very_different"] / totals["n"]
     others = [e for e in results if e != "lstm"]
-    vs_lstm = " and ".join(
-        f"on {hits[e].sum()} of {len(hits[e])} sentences with the {ENCODER_NAMES[e]} "
-        f"({share[e + '+tanh']:.2f}), "
-        + uncertainty.compare(
-            hits[e],
-            hits["lstm"],
-            paired=np.array_equal(results[e].indices, lstm.indices),
-        ).says(
-            "more often than on the BiLSTM",
-            "less often than on the BiLSTM",
-            "as often as on the BiLSTM within noise",
-        )
+    said = {  # each model against the BiLSTM, on the same sentences where they are the same
+        e: uncertainty.compare(
+            hits[e], hits["lstm"], paired=np.array_equal(results[e].indices, lstm.indices)
+        ).says("more often than with the BiLSTM", "less often than with the BiLSTM",
+               "as often as with the BiLSTM, within noise")
         for e in others
-    )
+    }
+    counts = {e: f"{hits[e].sum()} of {len(hits[e])} sentences with the {ENCODER_NAMES[e]} "
+                 f"({share[e + '+tanh']:.2f})" for e in others}
+    base = f"{hits['lstm'].sum()} of {len(hits['lstm'])} ({share['lstm+tanh']:.2f}) with the BiLSTM"
+    if len(set(said.values())) == 1:  # one verdict: said once
+        vs_lstm = (f"on {listed(counts.values())}, against {base}: "
+                   + ("each " if len(others) > 1 else "") + next(iter(said.values())))
+    else:
+        vs_lstm = (f"on {listed(counts[e] + ', ' + said[e] for e in others)}; with the BiLSTM, "
+                   f"{base.removesuffix(' with the BiLSTM')}")
     per_class = "; ".join(
         f"the {ENCODER_NAMES[e]}: "
         + ", ".join(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -29,7 +30,7 @@ def test_bilstm_inside_above_and_growing():
     out = ch04.bilstm(s, low=0.02, high=0.10)
     assert (out["ch04_lstm_min"], out["ch04_lstm_max"]) == (0.05, 0.15)
     assert math.isnan(out["ch04_lstm_top"])  # the top bin is empty
-    assert out["ch04_lstm_vs_paper"] == "2 of its 3 non-empty bins lie inside that range, 1 above it"
+    assert out["ch04_lstm_vs_paper"] == "2 of the 3 non-empty bins lie inside that range, 1 above it"
     assert out["ch04_lstm_trend"] == (
         "grow steadily as attention gets more peaked, from the lowest bin to the top one"
     )
@@ -40,7 +41,7 @@ def test_bilstm_below_and_not_growing():
     out = ch04.bilstm(s, low=0.02, high=0.10)
     assert out["ch04_lstm_top"] == 0.05
     assert out["ch04_lstm_vs_paper"] == (
-        "2 of its 4 non-empty bins lie inside that range, 1 above it, 1 below it"
+        "2 of the 4 non-empty bins lie inside that range, 1 above it, 1 below it"
     )
     assert out["ch04_lstm_trend"] == (
         "do not grow steadily with the peak: the largest is in the bin [0.25, 0.5), "
@@ -49,7 +50,7 @@ def test_bilstm_below_and_not_growing():
     inside = ch04.bilstm(
         _summary({("rt-polarity", "lstm+tanh"): [0.03, 0.04, NAN, NAN]}), low=0.02, high=0.10
     )
-    assert inside["ch04_lstm_vs_paper"] == "2 of its 2 non-empty bins lie inside that range"
+    assert inside["ch04_lstm_vs_paper"] == "both non-empty bins lie inside that range"
 
 
 def test_bilstm_needs_the_rt_polarity_bilstm():
@@ -65,8 +66,14 @@ def test_bilstm_needs_the_rt_polarity_bilstm():
 )
 def test_bilstm_counts_every_non_empty_bin_once(values):
     out = ch04.bilstm(_summary({("rt-polarity", "lstm+tanh"): values}), low=0.02, high=0.10)
-    counts = [int(w) for w in out["ch04_lstm_vs_paper"].replace(",", " ").split() if w.isdigit()]
-    n_in, n_all, rest = counts[0], counts[1], counts[2:]
+    text = out["ch04_lstm_vs_paper"]
+    head, _, tail = text.partition(" non-empty bins lie inside that range")
+    m = re.fullmatch(r"none of the (\d+)|all (\d+)|(both)|(\d+) of the (\d+)", head)
+    assert m is not None, text
+    none, every, both, k, n = m.groups()
+    n_in, n_all = ((0, int(none)) if none else (int(every), int(every)) if every else (2, 2) if both
+                   else (int(k), int(n)))
+    rest = [int(w) for w in tail.replace(",", " ").split() if w.isdigit()]
     assert n_all == sum(not math.isnan(v) for v in values)
     assert n_in + sum(rest) == n_all
 
@@ -144,8 +151,8 @@ def test_encoders_against_the_bilstm_in_the_chapters_order():
     ]
     out = ch04.encoders(_encoder_summary(), keys)
     assert out["ch04_rt_vs_lstm"] == (
-        "the CNN's median is above the BiLSTM's in 2 of the 3 bins both fill and the "
-        "Average model's median is above the BiLSTM's in 2 of the 2 bins both fill"
+        "the CNN's median is above the BiLSTM's in 2 of the 3 bins the two share and the "
+        "Average model's median is above the BiLSTM's in both bins the two share"
     )
     assert (out["ch04_rt_others_lo"], out["ch04_rt_others_hi"]) == (0.05, 0.40)
     assert out["ch04_imdb_ranges"] == "0.400 to 0.600 (Average model) and 0.100 to 0.350 (CNN)"

@@ -168,9 +168,9 @@ def test_bins_counts_and_line():
     out = ch05.bins({"a": f_lstm, "b": f_cnn}, ["lstm", "cnn"], classes=CLASSES, threshold=0.49)
     assert (out["ch05_lstm_top"], out["ch05_lstm_bottom"]) == (2, 1)
     assert out["ch05_line"] == (
-        "the BiLSTM: predicted negative in 2 of its 2 non-empty bins, predicted positive in 1 "
-        "of its 2 non-empty bins (below it in [0.5, 0.75)); the CNN: predicted negative in 2 "
-        "of its 2 non-empty bins"
+        "the BiLSTM: predicted negative in both non-empty bins, predicted positive in 1 "
+        "of the 2 non-empty bins (below it in [0.5, 0.75)); the CNN: predicted negative in both "
+        "non-empty bins"
     )
 
 

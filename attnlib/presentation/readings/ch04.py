@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .wording import ENCODER_NAMES
+from .wording import ENCODER_NAMES, some_of
 
 __all__ = ["bilstm", "by_class", "class_medians", "encoders"]
 
@@ -45,7 +45,7 @@ def bilstm(summary: pd.DataFrame, *, low: float, high: float) -> dict[str, Any]:
         "ch04_lstm_min": float(lstm.min()),
         "ch04_lstm_max": float(lstm.max()),
         "ch04_lstm_top": float(summary.loc[_LSTM].iloc[-1]),
-        "ch04_lstm_vs_paper": f"{n_in} of its {len(lstm)} non-empty bins lie inside that "
+        "ch04_lstm_vs_paper": f"{some_of(n_in, len(lstm), 'non-empty bins')} lie inside that "
         f"range{extra}",
         "ch04_lstm_trend": "grow steadily as attention gets more peaked, from the lowest bin "
         "to the top one"
@@ -123,7 +123,7 @@ def encoders(summary: pd.DataFrame, keys: Sequence[tuple[str, str]]) -> dict[str
     return {
         "ch04_rt_vs_lstm": " and ".join(
             f"the {ENCODER_NAMES[e]}'s median is above the BiLSTM's in "
-            f"{above[e].sum()} of the {shared[e]} bins both fill"
+            f"{some_of(above[e].sum(), shared[e], 'bins the two share')}"
             for e in others
         ),
         "ch04_rt_others_lo": float(np.nanmin(rest.values)),

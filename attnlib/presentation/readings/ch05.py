@@ -16,7 +16,7 @@ import pandas as pd
 from attnlib import uncertainty
 from attnlib.experiments import counterfactual
 
-from .wording import ENCODER_NAMES, listed, require_columns
+from .wording import ENCODER_NAMES, listed, require_columns, some_of
 
 __all__ = [
     "against_paper",
@@ -200,8 +200,7 @@ def _against_line(frame: pd.DataFrame, classes: Sequence[str], threshold: float)
         med = f.groupby("bin", observed=True)["value"].median()
         below = [str(b) for b, v in med.items() if v < threshold]
         parts.append(
-            f"predicted {classes[c]} in {len(med) - len(below)} of its "
-            f"{len(med)} non-empty bins"
+            f"predicted {classes[c]} in {some_of(len(med) - len(below), len(med), 'non-empty bins')}"
             + (f" (below it in {', '.join(below)})" if below else "")
         )
     return ", ".join(parts)

@@ -11,8 +11,8 @@ when a chapter's cell is not exactly :func:`install_cell` of the configured URL.
 in ``_config.yml``, run this tool, commit.
 
 The cell installs ``attnlib[run]``: what the chapters import (captum and the pretrained
-transformer included) and nothing of the book build, so Colab's own ipywidgets, transformers
-and Jupyter stack are left as they are. Only the cell's source changes: it has no output, so
+transformer included) and nothing of the book build, so Colab's own ipywidgets and Jupyter
+stack are left as they are (transformers is raised to 5.x where a runtime has 4.x). Only the cell's source changes: it has no output, so
 the committed outputs stay valid.
 """
 from __future__ import annotations

@@ -57,7 +57,7 @@ def test_colour_bars_say_what_the_colour_means():
     assert bars and bars[0].get_ylabel() == "attention weight"
     fig = viz.matrix_heatmaps({"A": np.eye(3) / 3, "diff": np.eye(3) - 0.5}, ["x", "y", "z"], diverging=("diff",))
     labels = [ax.get_ylabel() for ax in fig.axes if ax.get_label() == "<colorbar>"]
-    assert labels == ["attention weight", "signed weight (0 at white)"]
+    assert labels == ["attention weight (square-root scale)", "signed weight (0 at white)"]
 
 
 def test_attention_heatmap_draws_every_token_and_wraps():
@@ -616,7 +616,7 @@ def test_relevance_figures_and_the_rollout_widget(tiny_dataset):
 
     tokens = ["a", "b", "c"]
     fig = viz.plot_relevance_by_layer(tokens, {"raw": np.full((2, 3), 1 / 3), "flow": np.eye(3)[:2]})
-    assert len(fig.axes) == 2 and fig.axes[0].get_yticklabels()[0].get_text() == "layer 1"
+    assert len(fig.axes) == 4 and fig.axes[0].get_yticklabels()[0].get_text() == "layer 1"  # two panels, two bars
     plt.close(fig)
     with pytest.raises(ValueError, match="expected"):
         viz.plot_relevance_by_layer(tokens, {"raw": np.ones((2, 4))})
@@ -629,7 +629,7 @@ def test_relevance_figures_and_the_rollout_widget(tiny_dataset):
     model = TransformerClassifier(len(tiny_dataset.vocab), TransformerConfig(layers=2, heads=2, head_dim=4,
                                                                              embed_dim=6, dropout=0.0)).eval()
     fig = widgets.rollout_figure(model, tiny_dataset.test, 3, residual=0.3)
-    assert len(fig.axes) == 3 and "r = 0.3" in fig.texts[0].get_text()
+    assert len(fig.axes) == 6 and "r = 0.3" in fig.texts[0].get_text()  # three panels and their colour bars
     plt.close(fig)
     box = widgets.rollout_explorer(model, tiny_dataset.test, [0, 3])
     assert len(box.children) == 4

@@ -6,7 +6,8 @@ from collections.abc import Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .core import fitted, plot_distributions, plot_metric_relation, plot_scores
+from .core import fitted, plot_distributions, plot_metric_relation, plot_scores, summarise
+from .words import heaviest, number, scatter_words
 
 __all__ = [
     "measures_figure",
@@ -36,6 +37,8 @@ def measures_figure(p, q, tokens: Sequence[str], *, names=("p", "q"), title: str
     }
     plot_scores(scores, limits=limits, ax=right, title=f"p-value of tau: {pvalue:.2f}" if np.isfinite(pvalue) else "tau undefined (constant)")
     fig.tight_layout()
+    summarise(fig, ", ".join(f"{k} {number(v)}" for k, v in scores.items()) + ". Heaviest: "
+              f"{names[0]} {heaviest(tokens, p)}, {names[1]} {heaviest(tokens, q)}.")
     return fig
 
 
@@ -50,6 +53,11 @@ def plot_jsd_vs_tvd(d_tvd, d_jsd, *, threshold: float | None = 0.49, title: str 
     if threshold is not None:
         ax.axhline(threshold, color="black", lw=0.8, ls=":", label=f"JSD = {threshold} (the book's 'very different')")
     ax.legend(frameon=False, fontsize=7, loc="upper left")
+    said = scatter_words(d_tvd, d_jsd, "pair").replace("; x from", "; TVD from").replace(", y from", ", JSD from")
+    jsd = np.asarray(d_jsd, dtype=float).ravel()
+    if threshold is not None and np.isfinite(jsd).any():
+        said += f"; {np.mean(jsd[np.isfinite(jsd)] > threshold):.0%} of them above JSD = {threshold}"
+    summarise(fig, said + ".")
     return fig
 
 

@@ -6,7 +6,8 @@ from collections.abc import Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .core import attention_heatmap, fitted
+from .core import attention_heatmap, fitted, summarise
+from .words import heaviest, listing, number, short_label, spread
 
 __all__ = [
     "plot_violins_by_bin",
@@ -37,13 +38,11 @@ def plot_violins_by_bin(
     ``frame`` is long-format: one row per instance with columns ``value``, ``bin_column`` and,
     optionally, ``group``. Empty bins are drawn as a gap with "n = 0".
     """
-    import pandas as pd
-
     if ax is None:
         fig, ax = plt.subplots(figsize=(6.4, 3.4))
     else:
         fig = ax.figure
-    bins = list(frame[bin_column].cat.categories) if isinstance(frame[bin_column].dtype, pd.CategoricalDtype) else sorted(frame[bin_column].unique())
+    bins = _bins(frame, bin_column)
     groups = sorted(frame[group].unique()) if group else [None]
     palette = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"]
     width = 0.8 / len(groups)
@@ -78,7 +77,24 @@ def plot_violins_by_bin(
         ax.set_title(title, fontsize=10, pad=14)
     ax.spines[["top", "right"]].set_visible(False)
     fig.tight_layout()
+    said = listing(f"{b} {s}" for b, s in _by_bin(frame, value, bin_column, bins))
+    summarise(fig, f"{value} per {bin_column}: {said}.", ax=ax)
     return fig
+
+
+def _by_bin(frame, value: str, bin_column: str, bins) -> list[tuple[str, str]]:
+    """Each bin of ``frame`` with its values' median and n ("median 0.012, n = 200")."""
+    return [(str(b), spread(frame.loc[frame[bin_column] == b, value])) for b in bins]
+
+
+def _highest_bin(frame, value: str, bin_column: str, bins) -> str:
+    """The bin whose values have the largest median, "highest median 0.1 in [0.75, 1)"; empty if none."""
+    medians = {str(b): np.nanmedian(v) for b in bins
+               for v in [frame.loc[frame[bin_column] == b, value].to_numpy(dtype=float)] if np.isfinite(v).any()}
+    if not medians:
+        return ""
+    top = max(medians, key=medians.get)
+    return f", highest median {number(medians[top])} in {bin_column} {top}"
 
 
 @fitted
@@ -102,6 +118,7 @@ def plot_tau_distributions(taus: dict, *, title: str | None = None, ax=None, bin
         ax.set_title(title, fontsize=10)
     ax.spines[["top", "right"]].set_visible(False)
     fig.tight_layout()
+    summarise(fig, f"Kendall tau: {listing(f'{short_label(name, 40)} {spread(v)}' for name, v in taus.items())}.", ax=ax)
     return fig
 
 
@@ -123,7 +140,10 @@ def adversary_heatmap(result, split, positions: Sequence[int] | None = None, **k
         titles += [f"original attention: p(positive) = {result.probs[i, -1]:.2f}",
                    f"adversarial attention: JSD {result.eps_max_jsd[i]:.2f} from the original, "
                    f"output change {change:.3f} (eps = {result.eps:g})"]
-    return attention_heatmap(sentences, weights, titles=titles, **kwargs)
+    fig = attention_heatmap(sentences, weights, titles=titles, **kwargs)
+    pairs = [f"{heaviest(s, a)} → {heaviest(s, b)}" for s, a, b in zip(sentences[::2], weights[::2], weights[1::2])]
+    summarise(fig, f"Heaviest word, original → adversarial: {listing(pairs)}.")
+    return fig
 
 
 @fitted
@@ -153,6 +173,10 @@ def permutation_figure(result, split, i: int, attention: Sequence, *, name: str 
     ax.set_ylabel("permutations")
     ax.legend(frameon=False, fontsize=8)
     ax.spines[["top", "right"]].set_visible(False)
+    finite = values[np.isfinite(values)]
+    change = f"median {number(np.median(finite))}, largest {number(finite.max())}" if len(finite) else "n/a"
+    summarise(fig, f"Heaviest words: {heaviest(tokens, attention[index], 3)}. "
+                   f"Output change (TVD) over {len(values)} permutations: {change}.")
     return fig
 
 
@@ -165,6 +189,23 @@ def plot_violin_panels(frames: dict, *, ylabel: str, ylim=None, reference=None, 
         plot_violins_by_bin(frame, value="value", ax=ax, ylabel=ylabel, title=title, ylim=ylim,
                             reference=reference, reference_label=reference_label, xlabel=xlabel)
     fig.tight_layout()
+    if len(frames) == 1:
+        frame = next(iter(frames.values()))
+        said = listing(f"{b} {s}" for b, s in _by_bin(frame, "value", "bin", _bins(frame)))
+        summarise(fig, f"{ylabel or 'value'} per bin: {said}.")
+    else:
+        said = [f"{short_label(title)}: {spread(frame['value'])}{_highest_bin(frame, 'value', 'bin', _bins(frame))}"
+                for title, frame in frames.items()]
+        summarise(fig, f"{ylabel or 'value'}: {listing(said)}.")
     return fig
+
+
+def _bins(frame, column: str = "bin") -> list:
+    """The bins of ``frame[column]`` in the order the violins draw them."""
+    import pandas as pd
+
+    if isinstance(frame[column].dtype, pd.CategoricalDtype):
+        return list(frame[column].cat.categories)
+    return sorted(frame[column].unique())
 
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .core import COLUMN_INCHES, finish, fitted, plot_metric_relation
+from .core import (COLUMN_INCHES, finish, fitted, plot_metric_relation,
+                   summarise)
+from .words import ends, finite, listing, number, short_label
 
 __all__ = [
     "plot_dilution",
@@ -49,6 +51,14 @@ def plot_dilution(frame, *, trained_range: tuple[int, int] | None = None, title:
     if title:
         fig.suptitle(title, fontsize=10)
     fig.tight_layout()
+    lengths = finite(frame["length"])
+    span = f"From T = {number(lengths.min())} to {number(lengths.max())}" if len(lengths) else "No lengths"
+    said = []
+    for name, sub in frame.groupby("model", sort=False):
+        sub = sub.sort_values("length", kind="stable")
+        said.append(f"{short_label(name)}: p(positive) {ends(sub['p(positive)'])}, attention on the marker "
+                    f"{ends(sub['attention on marker'])}")
+    summarise(fig, f"{span}: {listing(said)}.")
     return fig
 
 
@@ -71,6 +81,13 @@ def plot_needle_attention(rows: dict, marker_position: int, *, title: str | None
     if title:
         fig.suptitle(title, fontsize=10)
     fig.tight_layout()
+    said = []
+    for name, w in rows.items():
+        w = np.asarray(w, dtype=float)
+        on = w[marker_position] if 0 <= marker_position < len(w) else np.nan
+        rank = f" (rank {int(np.sum(w > on)) + 1} of {len(w)})" if np.isfinite(on) else ""
+        said.append(f"{' '.join(str(name).split()).replace(': ', ', ')}: {number(on)}{rank}")
+    summarise(fig, f"Attention on the marker: {listing(said)}.")
     return fig
 
 
@@ -101,6 +118,12 @@ def plot_uniform_comparison(table, *, title: str | None = "test F1: trained vs u
     ax.set_xlim(0, 1.08)
     ax.set_xlabel("test F1 (positive class)")
     ax.invert_yaxis()
+    said = []
+    for d, e in groups:
+        f1 = {w: table.loc[(table.dataset == d) & (table.encoder == e) & (table.attention == w), "F1"]
+              for w in ("trained", "uniform")}
+        said.append(f"{d} {e} " + " vs ".join(number(v.iloc[0] if len(v) else np.nan, 3) for v in f1.values()))
+    summarise(fig, f"Test F1, trained vs uniform attention: {listing(said)}.")
     return finish(fig, ax, title, legend=True)
 
 
@@ -145,6 +168,11 @@ def plot_lambda_sweep(frame, *, points: dict | None = None, highlight=None, ax=N
     ax.set_ylim(0, max([float(f["mean_tvd"].max())] + [p[1] for p in (points or {}).values()]) * 1.35 + 1e-3)
     ax.set_xlabel("mean JSD(α_a, α_b): how different the attention is")
     ax.set_ylabel("mean TVD(ŷ_a, ŷ_b): output change")
+    lams = f["lambda"].to_numpy(dtype=float)
+    said = (f"Adversaries from λ = {lams[0]:g} to {lams[-1]:g}: mean JSD {ends(f['mean_jsd'])}, "
+            f"mean TVD {ends(f['mean_tvd'])}" if len(f) else "No adversaries")
+    extra = [f"{short_label(label)}: JSD {number(x)}, TVD {number(y)}" for label, (x, y) in (points or {}).items()]
+    summarise(fig, said + "." + (f" {listing(extra)}." if extra else ""), ax=ax)
     return finish(fig, ax, title, legend=True)
 
 
@@ -182,6 +210,9 @@ def plot_guides(frame, *, metric: str = "test f1", title: str | None = None, ax=
     ax.set_yticks(y, [str(i) for i in frame.index], fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel(metric.replace("f1", "F1 (positive class)"))
+    said = [f"{short_label(g)} {number(v, 3)}" + (" (the baseline)" if k == 0 else "") for k, (g, v) in
+            enumerate(zip(frame.index, values))]
+    summarise(fig, f"{metric.replace('f1', 'F1')} per guide: {listing(said)}.", ax=ax)
     return finish(fig, ax, title, legend=legend)
 
 
@@ -221,6 +252,15 @@ def plot_flip_curves(panels: dict, *, title: str | None = None):
     if title:
         fig.suptitle(title, fontsize=10)
     fig.tight_layout()
+    said = []
+    for name, curves in panels.items():
+        for ranking, fractions in curves.items():
+            f = np.asarray(fractions, dtype=float)
+            flipped = f[f <= 1]  # NaN: never flips
+            where = f", median {number(np.median(flipped))} erased" if len(flipped) else ""
+            said.append(f"{short_label(name) + ', ' if len(panels) > 1 else ''}{ranking.replace('_x_', ' × ')} "
+                        f"{len(flipped) / len(f):.0%} flipped{where}")
+    summarise(fig, f"Decisions flipped by the end: {listing(said)}.")
     return fig
 
 
@@ -249,6 +289,12 @@ def plot_single_weight(results: dict):
             line_label="no difference",
         )
     fig.tight_layout()
+    said = []
+    for name, r in results.items():
+        d = finite(r.jsd_difference)
+        said.append(f"{short_label(name)}: {len(d)} sentences, Δ JSD above 0 for {np.mean(d > 0):.0%}, "
+                    f"from {number(d.min())} to {number(d.max())}" if len(d) else f"{short_label(name)}: no sentences")
+    summarise(fig, f"{listing(said)}.")
     return fig
 
 

@@ -8,7 +8,9 @@ from collections.abc import Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .core import ATTENTION_CMAP, COLUMN_INCHES, finish, fitted, method_style
+from .core import (ATTENTION_CMAP, COLUMN_INCHES, finish,
+                   fitted, method_style, summarise)
+from .words import ends, finite, heaviest, listing, number, short_label, trend
 
 __all__ = [
     "plot_null_space",
@@ -54,6 +56,13 @@ def plot_null_space(panels: dict, *, title: str | None = None, height: float = 3
     if title:
         fig.suptitle(title, fontsize=11)
     fig.tight_layout()
+    said = []
+    for name, frame in panels.items():
+        dims, lengths = finite(frame["null_dim"]), finite(frame["length"])
+        said.append(f"{short_label(name)}: {len(frame):,} (sentence, head) pairs, lengths {number(lengths.min())} to "
+                    f"{number(lengths.max())}, a null space in {np.mean(dims > 0):.0%} (largest {number(dims.max())})"
+                    if len(dims) and len(lengths) else f"{short_label(name)}: n/a")
+    summarise(fig, f"{listing(said)}.")
     return fig
 
 
@@ -80,6 +89,9 @@ def plot_group_mass(frame, groups: Sequence[str], *, title: str | None = None, r
     ax.set_xticks(layers)
     ax.legend(fontsize=7, ncol=2, loc="best")
     ax.grid(alpha=0.3)
+    said = [f"{g}: raw {ends(means[f'raw {g}'])}, effective {ends(means[f'effective {g}'])}" for g in groups]
+    span = f"From layer {layers[0]} to {layers[-1]}" if len(layers) else "No layers"
+    summarise(fig, f"{span}, mean mass on {listing(said)}.")
     return finish(fig, ax, title)
 
 
@@ -94,6 +106,7 @@ def plot_correlation_by_length(panels: dict, *, bins: Sequence[int], reference: 
     """
     fig, ax = plt.subplots(figsize=(6.4, 3.4))
     edges = np.asarray(bins)
+    said = []
     for i, (name, frame) in enumerate(panels.items()):
         which = np.digitize(frame["length"], edges) - 1
         keep = (which >= 0) & (which < len(edges) - 1)
@@ -102,6 +115,8 @@ def plot_correlation_by_length(panels: dict, *, bins: Sequence[int], reference: 
         ax.errorbar(mids, stats["mean"], yerr=stats["std"].fillna(0), marker="o", capsize=2, label=name,
                     color=plt.get_cmap("tab10")(i))
         ax.axvline(int(frame["d_v"].iloc[0]), color=plt.get_cmap("tab10")(i), lw=0.8, ls=":")
+        bands = [f"{edges[k]}-{edges[k + 1] - 1} tokens" for k in stats.index]
+        said.append(f"{short_label(name)} {trend(bands, stats['mean'], 'at ')}")
     for label, (xs, ranges) in (reference or {}).items():
         lo, hi = np.asarray(ranges, float).T
         ax.vlines(xs, lo, hi, color="#555555", lw=4, alpha=0.5, label=label)
@@ -110,6 +125,7 @@ def plot_correlation_by_length(panels: dict, *, bins: Sequence[int], reference: 
     ax.set_ylabel("Pearson r(raw, effective)")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
+    summarise(fig, f"Mean r: {listing(said)}.")
     return finish(fig, ax, title)
 
 
@@ -132,6 +148,8 @@ def plot_token_identity(table, *, reference: dict | None = None, title: str | No
     ax.set_ylim(0, 1.02)
     ax.legend(fontsize=7, ncol=2)
     ax.grid(alpha=0.3)
+    said = [f"{short_label(column)} {trend(table.index, table[column], 'at layer ')}" for column in table.columns]
+    summarise(fig, f"Share identified: {listing(said)}" + (f"; chance {number(chance)}." if chance is not None else "."))
     return finish(fig, ax, title)
 
 
@@ -181,7 +199,21 @@ def plot_head_grid(grids: dict, *, formats: dict | None = None, cmaps: dict | No
     if title:
         fig.suptitle(title, fontsize=11)
     fig.tight_layout()
+    summarise(fig, f"{listing(_grid_said(name, grid) for name, grid in grids.items())}.")
     return fig
+
+
+def _grid_said(name: str, grid) -> str:
+    """A layer x head table in words: its lowest and highest cell, the "all" row and column left out."""
+    rows = [r for r in grid.index if str(r) != "all layers"] or list(grid.index)
+    columns = [c for c in grid.columns if str(c) != "all heads"] or list(grid.columns)
+    values = grid.loc[rows, columns].to_numpy(dtype=float)
+    if not np.isfinite(values).any():
+        return f"{short_label(name)}: n/a"
+    values = np.where(np.isfinite(values), values, np.nan)
+    lo, hi = (np.unravel_index(pick(values), values.shape) for pick in (np.nanargmin, np.nanargmax))
+    return (f"{short_label(name)}: lowest {number(values[lo])} ({rows[lo[0]]}, {columns[lo[1]]}), "
+            f"highest {number(values[hi])} ({rows[hi[0]]}, {columns[hi[1]]})")
 
 
 @fitted
@@ -217,6 +249,9 @@ def plot_pruning_curve(curves: dict, *, reference: dict | None = None, title: st
     ax.set_xlim(0, 1)
     ax.legend(fontsize=7, loc="lower left")
     ax.grid(alpha=0.3)
+    said = [f"{short_label(label)} {trend(frame['fraction'], frame['accuracy'], 'at ', lambda f: f'{float(f):.0%}')}"
+            for label, frame in curves.items()]
+    summarise(fig, f"Accuracy by share of heads pruned: {listing(said)}.", ax=ax)
     return finish(fig, ax, title)
 
 
@@ -244,6 +279,9 @@ def plot_adversarial_keys(frame, *, reference: dict | None = None, title: str | 
     ax.set_xlim(0, np.log(2) * 1.02)
     ax.legend(fontsize=7, loc="lower left")
     ax.grid(alpha=0.3)
+    said = [f"keys of layer {layer}: {trend(sub['jsd'], sub['accuracy'], 'at JSD ', number)}"
+            for layer, sub in frame.sort_values("alpha").groupby("layer")]
+    summarise(fig, f"Accuracy from the smallest to the largest alpha: {listing(said)}.", ax=ax)
     return finish(fig, ax, title)
 
 
@@ -275,6 +313,10 @@ def plot_explanation_mass(shares, *, reference: float | None = None, title: str 
     ax.set_xlim(0, 1)
     ax.set_xlabel("share of the explanation on the marked tokens")
     ax.grid(axis="x", alpha=0.3)
+    said = [f"{short_label(model)}: " + ", ".join(f"{short_label(c)} {number(v)}" for c, v in zip(shares.columns, row))
+            for model, row in zip(shares.index, values)]
+    uniform = f" Uniform weights: {number(reference)}." if reference is not None else ""
+    summarise(fig, f"Share on the marked tokens: {listing(said)}.{uniform}", ax=ax)
     return finish(fig, ax, title, legend=True)
 
 
@@ -309,6 +351,10 @@ def plot_relevance_by_layer(tokens: Sequence[str], panels: dict, *, title: str |
     if title:
         fig.suptitle(title, fontsize=11)
     fig.tight_layout()
+    said = [f"{short_label(name)} " + " → ".join(heaviest(tokens, np.asarray(m, float)[l]) for l in sorted({0, L - 1}))
+            for name, m in panels.items()] if L else []
+    summarise(fig, f"Heaviest word after layer {' and after layer '.join(str(l) for l in sorted({1, L}))}: "
+                   f"{listing(said)}." if L else "No layers.")
     return fig
 
 
@@ -324,6 +370,7 @@ def plot_layer_correlations(table, *, measures: dict | None = None, title: str |
     fig, axes = plt.subplots(1, len(measures), figsize=(3.6 * len(measures) + 0.4, 3.2), squeeze=False,
                              sharey=True)
     palette = ["#7f7f7f", "#1f77b4", "#d62728", "#2ca02c"]
+    said: list[str] = []
     for ax, (measure, label) in zip(axes[0], measures.items()):
         part = table[table["measure"] == measure]
         for j, (method, rows) in enumerate(part.groupby("method", sort=False)):
@@ -331,6 +378,9 @@ def plot_layer_correlations(table, *, measures: dict | None = None, title: str |
             ax.plot(rows["layer"], rows["mean"], marker="o", ms=4, color=colour, label=method)
             ax.fill_between(rows["layer"], rows["mean"] - rows["sd"], rows["mean"] + rows["sd"],
                             color=colour, alpha=0.12, lw=0)
+        said += [f"{short_label(label) + ', ' if len(measures) > 1 else ''}{method} "
+                 f"{trend(rows['layer'], rows['mean'], 'at layer ')}"
+                 for method, rows in part.groupby("method", sort=False)]
         ax.axhline(0, color="black", lw=0.6)
         ax.set_xticks(sorted(part["layer"].unique()))
         ax.set_xlabel("layer")
@@ -341,6 +391,7 @@ def plot_layer_correlations(table, *, measures: dict | None = None, title: str |
     if title:
         fig.suptitle(title, fontsize=11)
     fig.tight_layout()
+    summarise(fig, f"Mean rho: {listing(said)}.")
     return fig
 
 
@@ -358,6 +409,7 @@ def plot_audit(report, *, title: str | None = None):
     if not isinstance(tables, dict) or "permutation" not in tables or "faithfulness" not in tables:
         raise ValueError("report must be an AuditReport (attnlib.experiments.audit.audit)")
     grids = {"median TVD under permutation": tables["permutation"]["median TVD"]}
+    said = []
     if "identifiability" in tables:
         grids["raw vs effective attention (mean r)"] = tables["identifiability"]["raw vs effective r (mean)"]
     faith = tables["faithfulness"]
@@ -376,6 +428,10 @@ def plot_audit(report, *, title: str | None = None):
         bar = fig.colorbar(im, ax=ax, fraction=0.05, pad=0.03)
         bar.set_label(name, fontsize=8)
         bar.ax.tick_params(labelsize=8)
+        if np.isfinite(m).any():
+            i, j = np.unravel_index(np.nanargmax(m), m.shape)  # drawn 1-based
+            said.append(f"{name}: largest {number(m[i, j])} (layer {i + 1}, head {j + 1})"
+                        + (f", smallest {number(np.nanmin(m))}" if name.startswith("raw") else ""))
     for k, (metric, better) in enumerate((("comprehensiveness", "higher"), ("sufficiency", "lower"))):
         ax = fig.add_subplot(grid[1, k])
         order = faith.assign(_rank=faith[f"{metric} rank"].str.rstrip("=").astype(int)).sort_values(
@@ -390,9 +446,12 @@ def plot_audit(report, *, title: str | None = None):
         ax.tick_params(axis="x", labelsize=8)
         ax.grid(axis="x", alpha=0.3)
         ax.spines[["top", "right"]].set_visible(False)
+        if len(order):
+            said.append(f"best {metric}: {order.index[0]} ({number(mean[0])})")
     if title:
         fig.suptitle(title, fontsize=10)
     fig.tight_layout()
+    summarise(fig, f"{listing(said)}.")
     return fig
 
 
@@ -411,6 +470,7 @@ def plot_erasure_curves(curves: dict, *, title: str | None = None):
     if not curves:
         raise ValueError("curves must map at least one model to its by-fraction summary")
     fig, axes = plt.subplots(2, len(curves), figsize=(COLUMN_INCHES, 6.4), sharex=True, squeeze=False)
+    said = []
     for col, (family, by) in enumerate(curves.items()):
         for row, metric in enumerate(("comprehensiveness", "sufficiency")):
             ax = axes[row, col]
@@ -420,6 +480,7 @@ def plot_erasure_curves(curves: dict, *, title: str | None = None):
             for m, curve in by[label].groupby(level="measure", sort=False):
                 x = 100 * curve.index.get_level_values("fraction")
                 ax.plot(x, curve.values, **method_style(m))
+            said.append(f"{short_label(family)} {metric}: {_best_aopc(by[label], METRICS[metric].higher_is_better)}")
             ax.set_xscale("log")
             ax.set_xticks([1, 5, 10, 20, 50], ["1", "5", "10", "20", "50"])
             ax.set_title(f"{family}: {metric}", fontsize=9)
@@ -432,7 +493,17 @@ def plot_erasure_curves(curves: dict, *, title: str | None = None):
     if title:
         fig.suptitle(title, fontsize=10)
     fig.tight_layout(rect=(0, 0.09, 1, 1))
+    summarise(fig, f"Best AOPC (the mean over the fractions): {listing(said)}.")
     return fig
+
+
+def _best_aopc(curves, higher: bool) -> str:
+    """The method whose curve has the best mean over the fractions (its AOPC), "gradient (0.31)"."""
+    aopc = {m: float(np.nanmean(v)) for m, v in curves.groupby(level="measure", sort=False) if np.isfinite(v).any()}
+    if not aopc:
+        return "n/a"
+    best = (max if higher else min)(aopc, key=aopc.get)
+    return f"{best} ({number(aopc[best])})"
 
 
 @fitted
@@ -446,10 +517,12 @@ def plot_by_length(curves: dict, *, ylabel: str, title: str | None = None):
         raise ValueError("curves must map at least one model to its frame by length band")
     fig, axes = plt.subplots(1, len(curves), figsize=(COLUMN_INCHES, 3.6), sharey=True, squeeze=False)
     axes = axes[0]
+    said = []
     for ax, (family, frame) in zip(axes, curves.items()):
         for m in frame.columns:
             curve = frame[m].dropna()
             ax.plot([str(b) for b in curve.index], curve.values, **method_style(m))
+        said.append(f"{short_label(family)}: {_by_length_said(frame)}")
         ax.set_title(family, fontsize=10)
         ax.set_xlabel(frame.index.name or "length (words)")
         ax.tick_params(axis="x", labelsize=8)
@@ -459,6 +532,19 @@ def plot_by_length(curves: dict, *, ylabel: str, title: str | None = None):
     if title:
         fig.suptitle(title, fontsize=10)
     fig.tight_layout(rect=(0, 0.17, 1, 1))
+    summarise(fig, f"{ylabel}: {listing(said)}.")
     return fig
+
+
+def _by_length_said(frame) -> str:
+    """The methods highest and lowest on average over the bands, each from its first band to its last."""
+    means = {m: float(np.nanmean(v)) for m, v in frame.items() if np.isfinite(v.to_numpy(dtype=float)).any()}
+    if not means:
+        return "n/a"
+    said = []
+    for word, m in (("highest", max(means, key=means.get)), ("lowest", min(means, key=means.get))):
+        curve = frame[m].dropna()
+        said.append(f"{word} {m} {trend([str(b) for b in curve.index], curve.values, 'in ')}")
+    return ", ".join(said[:1] if len(means) == 1 else said)
 
 

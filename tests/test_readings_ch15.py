@@ -235,3 +235,25 @@ def test_verdict_first_and_beaten_add_up(att_ranks, negated):
             f"on {some_of(k, n_yard, 'yardsticks')} (") in text
     assert ("beat it beyond noise" in text) == any(r > 1 for r in used)
     assert ("did not learn the rule" in text) == (negated < ch15.LEARNED)
+
+
+def test_the_answer_says_a_verdict_shared_by_every_model_once():
+    nan = np.nan
+    beaten = {"attention": [2, 2, 3, 1], "gradient × input": [1, 1, 1, nan], "random": [3, 3, 3, 2]}
+    ranked = {"BiLSTM": _table(beaten), "Average": _table(beaten), "transformer": _table(beaten)}
+    out = ch15.verdict(ranked, _accuracy({"BiLSTM": 0.99, "Average": 0.5, "transformer": 0.44}))
+    assert out["ch15_answer"] == (
+        "For all three models, attention ranks first on none of their yardsticks (3 for the BiLSTM, 2 for "
+        "the Average model and 2 for the transformer), and other methods beat it beyond noise on every one. "
+        "The plausibility of the Average model and the transformer is left out, since neither learned the "
+        "rule (0.500 and 0.440 on sentences with a negated marker).")
+    one = ch15.verdict({"BiLSTM": _table(beaten), "Average": _table(beaten)},
+                       _accuracy({"BiLSTM": 0.99, "Average": 0.5}))["ch15_answer"]
+    assert one.startswith("For both models,") and "of the Average model is left out, since it did not" in one
+    mixed = {"BiLSTM": _table(beaten),
+             "Average": _table({"attention": [1, 1, 1, 1], "gradient × input": [2, 2, 2, nan], "random": [3, 3, 3, 2]})}
+    text = ch15.verdict(mixed, _accuracy({"BiLSTM": 0.99, "Average": 0.99}))["ch15_answer"]
+    assert text == ("For the BiLSTM, " + ch15.verdict(mixed, _accuracy({"BiLSTM": 0.99, "Average": 0.99}))[
+        "ch15_bilstm_verdict"] + "; for the Average model, attention ranks first, alone or tied within noise, on "
+        "all 3 yardsticks (plausibility on the synthetic task, comprehensiveness on rt-polarity and sufficiency on "
+        "rt-polarity).")

@@ -259,9 +259,40 @@ def _verdict(family: str, first: list, beaten: list, yardsticks: list, learned: 
     return text
 
 
+def _model_name(family: str) -> str:
+    return "the Average model" if family.lower() == "average" else f"the {family}"
+
+
+def _answer(rows: dict) -> str:
+    """The book's answer in one or two sentences: ``rows`` is family -> (first, beaten,
+    yardsticks, learned, negated, that family's verdict). When attention is first nowhere and
+    beaten everywhere for every model, that is said once; otherwise model by model."""
+    never = [f for f, (first, beaten, yard, *_) in rows.items() if not first and len(beaten) == len(yard)]
+    if len(rows) < 2 or len(never) < len(rows):
+        clauses = [f"for {_model_name(f)}, {r[-1]}" for f, r in rows.items()]
+        return "F" + "; ".join(clauses)[1:] + "."
+    every = {2: "both models", 3: "all three models"}.get(len(rows), f"all {len(rows)} models")
+    counts = listed(f"{len(r[2])} for {_model_name(f)}" for f, r in rows.items())
+    text = (f"For {every}, attention ranks first on none of their yardsticks ({counts}), and other "
+            f"methods beat it beyond noise on every one.")
+    unlearned = [(f, r[4]) for f, r in rows.items() if not r[3]]
+    if unlearned:
+        names = listed(_model_name(f) for f, _ in unlearned)
+        scores = listed(f"{n:.3f}" for _, n in unlearned)
+        if len(unlearned) == 1:
+            text += (f" The plausibility of {names} is left out, since it did not learn the rule "
+                     f"({scores} on sentences with a negated marker).")
+        else:
+            who = "neither" if len(unlearned) == 2 else "none of them"
+            text += (f" The plausibility of {names} is left out, since {who} learned the rule "
+                     f"({scores} on sentences with a negated marker).")
+    return text
+
+
 def verdict(ranked: dict, accuracy: pd.DataFrame) -> dict[str, Any]:
     """Reads the book's answer: per model, on how many yardsticks attention ranks first, and
-    which methods (if any) rank first in every column that compares methods.
+    which methods (if any) rank first in every column that compares methods. ``ch15_answer``
+    says it in one go (a verdict shared by every model is said once).
 
     ranked: model -> RankedTable. accuracy: (task, model) x accuracy columns, with
     "with a negated marker" for the synthetic task; a model under :data:`LEARNED` there did
@@ -271,6 +302,7 @@ def verdict(ranked: dict, accuracy: pd.DataFrame) -> dict[str, Any]:
     learned = {f: accuracy.loc[("synthetic", f), _NEGATED] >= LEARNED for f in ranked}
     out: dict[str, Any] = {}
     winners = []
+    rows = {}
     for family in ranked:
         table = ranked[family]
         # the columns that compare methods (S&S's has attention and random alone)
@@ -293,10 +325,13 @@ def verdict(ranked: dict, accuracy: pd.DataFrame) -> dict[str, Any]:
         ]
         first = [c for c in yardsticks if table.ranks.at["attention", c] == 1]
         beaten = [c for c in yardsticks if table.ranks.at["attention", c] > 1]
+        negated = float(accuracy.loc[("synthetic", family), _NEGATED])
         out[f"ch15_{family.lower()}_verdict"] = _verdict(
-            family, first, beaten, yardsticks, learned[family],
-            accuracy.loc[("synthetic", family), _NEGATED],
+            family, first, beaten, yardsticks, learned[family], negated,
         )
+        rows[family] = (first, beaten, yardsticks, learned[family], negated,
+                        out[f"ch15_{family.lower()}_verdict"])
+    out["ch15_answer"] = _answer(rows)
     out["ch15_sweep"] = (
         "no method ranks first (alone or tied) in every column for any model"
         if not winners

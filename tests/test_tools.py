@@ -154,6 +154,21 @@ def test_the_landing_pages_times_are_written_from_a_run_not_typed(tmp_path):
     assert "chapter_times.md" in (Path(execute_chapters.ROOT) / "book" / "intro.md").read_text()
 
 
+def test_a_cold_run_of_every_chapter_writes_the_times_unless_told_not_to(monkeypatch):
+    """--no-times: a cold run made beside other work leaves the landing page's measurements alone."""
+    import execute_chapters
+
+    written = []
+    monkeypatch.setattr(execute_chapters, "execute", lambda path: 1.0)  # no kernel: the bookkeeping only
+    monkeypatch.setattr(execute_chapters, "write_times_page", lambda times, wall, **kw: written.append(times) or
+                        execute_chapters.TIMES_PAGE)  # recorded, not written
+    monkeypatch.delenv("ATTNLIB_CACHE_DIR", raising=False)
+    assert execute_chapters.main(["--no-times"]) == 0 and written == []
+    assert execute_chapters.main([]) == 0 and len(written) == 1
+    n_chapters = len(list((Path(execute_chapters.ROOT) / "chapters").glob("[0-9]*.ipynb")))
+    assert len(written[0]) == n_chapters
+
+
 def test_progress_bars_leave_the_page_and_interactive_widgets_stay():
     """tools/hide_progress_bars.py on a real chapter's widget state (Chapter 14: a training bar and a figure)."""
     import json

@@ -4,6 +4,7 @@
     .venv/bin/python tools/execute_chapters.py chapters/02_measures.ipynb
     .venv/bin/python tools/execute_chapters.py --reuse-cache chapters/08_adversarial_training.ipynb
     .venv/bin/python tools/execute_chapters.py --jobs 2           # two chapters at a time
+    .venv/bin/python tools/execute_chapters.py --no-times         # leave book/chapter_times.md
 
 Runs each notebook top to bottom in a fresh kernel with chapters/ as the working directory,
 the ``book`` profile, and the widget state stored (the built book embeds it). `make test`
@@ -19,6 +20,10 @@ two chapters need is trained once, the other waits on its cache entry's lock
 trained a model, so they are the same as one at a time.
 A chapter executed on its own trains every model it needs, including those an earlier
 chapter would have left in the cache.
+
+A cold run of every chapter rewrites the landing page's table of times
+(``book/chapter_times.md``). Those are measurements a reader plans by: take them on an idle
+machine, and pass ``--no-times`` when anything else runs beside the chapters.
 """
 from __future__ import annotations
 
@@ -94,12 +99,13 @@ def _execute_logged(path: Path) -> tuple[Path, float]:
 def main(argv: list[str]) -> int:
     os.environ.setdefault("ATTNLIB_PROFILE", "book")
     reuse = "--reuse-cache" in argv
+    record_times = "--no-times" not in argv
     jobs = 1
     if "--jobs" in argv:
         i = argv.index("--jobs")
         jobs = int(argv[i + 1])
         argv = argv[:i] + argv[i + 2:]
-    args = [p for p in argv if p != "--reuse-cache"]
+    args = [p for p in argv if p not in ("--reuse-cache", "--no-times")]
     unknown = [a for a in args if a.startswith("-")]
     missing = [a for a in args if not a.startswith("-") and not (Path(a).is_file() and a.endswith(".ipynb"))]
     if unknown or missing:
@@ -133,7 +139,7 @@ def main(argv: list[str]) -> int:
         wall = time.perf_counter() - start
         print(f"all done in {wall:.1f} s", flush=True)
         every = {p.resolve() for p in (ROOT / "chapters").glob("[0-9]*.ipynb")}
-        if cold and set(paths) == every:  # a whole cold run: the landing page's times
+        if record_times and cold and set(paths) == every:  # a whole cold run: the landing page's times
             print(f"wrote {write_times_page(times, wall, jobs=jobs).relative_to(ROOT)}", flush=True)
     return 0
 

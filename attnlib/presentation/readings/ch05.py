@@ -169,13 +169,12 @@ def other_models(
     }
     counts = {e: f"{hits[e].sum()} of {len(hits[e])} sentences with the {ENCODER_NAMES[e]} "
                  f"({share[e + '+tanh']:.2f})" for e in others}
-    base = f"{hits['lstm'].sum()} of {len(hits['lstm'])} ({share['lstm+tanh']:.2f}) with the BiLSTM"
+    lstm_count = f"{hits['lstm'].sum()} of {len(hits['lstm'])} ({share['lstm+tanh']:.2f})"
     if len(set(said.values())) == 1:  # one verdict: said once
-        vs_lstm = (f"on {listed(counts.values())}, against {base}: "
+        vs_lstm = (f"on {listed(counts.values())}, against {lstm_count} with the BiLSTM: "
                    + ("each " if len(others) > 1 else "") + next(iter(said.values())))
     else:
-        vs_lstm = (f"on {listed(counts[e] + ', ' + said[e] for e in others)}; with the BiLSTM, "
-                   f"{base.removesuffix(' with the BiLSTM')}")
+        vs_lstm = f"on {listed(counts[e] + ', ' + said[e] for e in others)}; with the BiLSTM, {lstm_count}"
     per_class = "; ".join(
         f"the {ENCODER_NAMES[e]}: "
         + ", ".join(

@@ -357,6 +357,7 @@ def masking(
     ]
     significant = ablation[ablation.significant]
     beyond_seeds = ablation[ablation.change.abs() > seed_noise]
+    n_up = int((significant.change > 0).sum())
     return {
         "ch12_n_significant": len(significant),
         "ch12_n_beyond_seeds": len(beyond_seeds),
@@ -364,11 +365,11 @@ def masking(
         "ch12_n_seeds": n_seeds,
         "ch12_other_seeds": f"{n_seeds} other seed" + ("" if n_seeds == 1 else "s"),
         "ch12_largest_change": float(ablation.change.abs().max()),
-        "ch12_n_up": int((significant.change > 0).sum()),
+        "ch12_n_up": n_up,
         "ch12_beyond_seeds_words": some_of(len(beyond_seeds), len(ablation), "heads"),
         "ch12_significant_words": (
             "none" if not len(significant)
-            else f"{len(significant)} ({int((significant.change > 0).sum())} of them upward)"
+            else f"{len(significant)} ({n_up} of them upward)"
         ),
         "ch12_prunable": prunable,
         "ch12_prunable_random_min": float(min(random_prunable)),

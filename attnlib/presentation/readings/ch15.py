@@ -8,7 +8,7 @@ the table a reader sees (shown, like every table, through
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -263,19 +263,29 @@ def _model_name(family: str) -> str:
     return "the Average model" if family.lower() == "average" else f"the {family}"
 
 
+class _Reading(NamedTuple):
+    """One model's verdict, as :func:`verdict` found it."""
+
+    first: list  # the yardsticks where attention ranks first
+    beaten: list  # those where other methods beat it beyond noise
+    yardsticks: list
+    learned: bool  # the model learned the synthetic rule
+    negated: float  # its accuracy on sentences with a negated marker
+    text: str  # the verdict in words
+
+
 def _answer(rows: dict) -> str:
-    """The book's answer in one or two sentences: ``rows`` is family -> (first, beaten,
-    yardsticks, learned, negated, that family's verdict). When attention is first nowhere and
+    """The book's answer in one or two sentences: ``rows`` is family -> :class:`_Reading`. When attention is first nowhere and
     beaten everywhere for every model, that is said once; otherwise model by model."""
-    never = [f for f, (first, beaten, yard, *_) in rows.items() if not first and len(beaten) == len(yard)]
+    never = [f for f, r in rows.items() if not r.first and len(r.beaten) == len(r.yardsticks)]
     if len(rows) < 2 or len(never) < len(rows):
-        clauses = [f"for {_model_name(f)}, {r[-1]}" for f, r in rows.items()]
+        clauses = [f"for {_model_name(f)}, {r.text}" for f, r in rows.items()]
         return "F" + "; ".join(clauses)[1:] + "."
     every = {2: "both models", 3: "all three models"}.get(len(rows), f"all {len(rows)} models")
-    counts = listed(f"{len(r[2])} for {_model_name(f)}" for f, r in rows.items())
+    counts = listed(f"{len(r.yardsticks)} for {_model_name(f)}" for f, r in rows.items())
     text = (f"For {every}, attention ranks first on none of their yardsticks ({counts}), and other "
             f"methods beat it beyond noise on every one.")
-    unlearned = [(f, r[4]) for f, r in rows.items() if not r[3]]
+    unlearned = [(f, r.negated) for f, r in rows.items() if not r.learned]
     if unlearned:
         names = listed(_model_name(f) for f, _ in unlearned)
         scores = listed(f"{n:.3f}" for _, n in unlearned)
@@ -329,8 +339,8 @@ def verdict(ranked: dict, accuracy: pd.DataFrame) -> dict[str, Any]:
         out[f"ch15_{family.lower()}_verdict"] = _verdict(
             family, first, beaten, yardsticks, learned[family], negated,
         )
-        rows[family] = (first, beaten, yardsticks, learned[family], negated,
-                        out[f"ch15_{family.lower()}_verdict"])
+        rows[family] = _Reading(first, beaten, yardsticks, learned[family], negated,
+                                out[f"ch15_{family.lower()}_verdict"])
     out["ch15_answer"] = _answer(rows)
     out["ch15_sweep"] = (
         "no method ranks first (alone or tied) in every column for any model"

@@ -53,7 +53,7 @@ def test_an_untrained_map_leaves_keys_attention_and_outputs_exactly_as_they_are(
         own, _ = model.layers[layer].attend(h, tr.key_mask)
         mapped, _ = model.layers[layer].attend(h, tr.key_mask, key_edit=key_map)
     assert torch.equal(own, mapped)
-    assert torch.equal(ak.attention_jsd(model, batch, layer=layer, key_map=key_map), torch.zeros(len(batch)))
+    assert torch.equal(ak.attention_jsd(model, batch, layer=layer, key_map=key_map).cpu(), torch.zeros(len(batch)))
 
 
 def test_the_start_is_stationary_for_the_distance(model, batch):
@@ -86,6 +86,7 @@ def test_distance_is_metrics_jsd_on_the_trace_attention(model, batch):
     """Oracle: the attention rebuilt by hand from the trace's hidden states, JSD per row, averaged in a loop."""
     key_map = ak.AdversarialKeyMap(CONFIG.d_model, 32, seed=1)
     key_map.nudge(scale=30.0)  # far from the start
+    key_map.to(device_of(model))  # beside a GPU model too
     layer, d, H, dv = 1, CONFIG.d_model, CONFIG.heads, CONFIG.head_dim
     tr = model.trace(batch)
     block = model.layers[layer]
@@ -103,7 +104,7 @@ def test_distance_is_metrics_jsd_on_the_trace_attention(model, batch):
         n = int(tr.lengths[i])
         rows = metrics.jsd(adversarial[i, :, :n, :n].double(), original[i, :, :n, :n].double())  # (H, n)
         expected.append(float(rows.mean()))
-    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-4, atol=1e-7)
+    np.testing.assert_allclose(got.cpu().numpy(), expected, rtol=1e-4, atol=1e-7)
     assert 0.01 < float(got.mean()) < math.log(2)
 
 

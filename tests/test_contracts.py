@@ -50,13 +50,22 @@ EXPERIMENTS = {
 }
 
 
-def _assert_same(a: dict, b: dict, atol=2e-5):
+def _assert_same(a: dict, b: dict, atol=2e-5, close=None, near_ties=False):
+    """Equal results. ``close(x, y, atol, key)`` compares the real-valued ones (default: within
+    ``atol``). ``near_ties``: on a GPU, two words whose scores tie to rounding may swap places in
+    ``ranks`` (neighbours only, in at most 1% of the places)."""
     assert a.keys() == b.keys()
     for key in a:
         x, y = np.asarray(a[key]), np.asarray(b[key])
         assert x.shape == y.shape, key
-        if key in ("indices", "random_token", "n_removed", "ranks"):
+        if key == "ranks" and near_ties:
+            moved = x != y
+            assert moved.mean() <= 0.01 and (np.abs(x - y)[moved] <= 1).all(), key
+            assert ((x == -1) == (y == -1)).all(), key  # the same places are ranked
+        elif key in ("indices", "random_token", "n_removed", "ranks"):
             np.testing.assert_array_equal(x, y, err_msg=key)
+        elif close is not None:
+            close(x, y, atol, key)
         else:
             np.testing.assert_allclose(x, y, atol=atol, rtol=0, err_msg=key)
 
@@ -67,10 +76,10 @@ def split(tiny_dataset):
 
 
 @pytest.mark.parametrize("name", EXPERIMENTS)
-def test_chunk_size_does_not_change_results(name, tiny_model, split):
+def test_chunk_size_does_not_change_results(name, tiny_model, split, assert_search_unchunked, on_gpu):
     run = EXPERIMENTS[name]
     model = tiny_model("lstm", "tanh")
-    _assert_same(run(model, split), run(model, split, chunk_size=7))
+    _assert_same(run(model, split, chunk_size=7), run(model, split), close=assert_search_unchunked, near_ties=on_gpu)
 
 
 @pytest.mark.parametrize("name", EXPERIMENTS)

@@ -23,7 +23,7 @@ from attnlib.faithfulness import faithfulness, rationale_recovery
 from attnlib.flow import relevance_by_layer
 from attnlib.identifiability import effective_attention
 from attnlib.importance import importance
-from attnlib.models import TransformerClassifier, TransformerConfig, real_token_mask
+from attnlib.models import TransformerClassifier, TransformerConfig, device_of, real_token_mask
 
 
 @pytest.fixture(scope="module")
@@ -103,28 +103,30 @@ def test_effective_attention_is_the_last_layers_cls_row(split, transformer):
 def test_integrated_gradients_is_complete_and_matches_captums_layer_ig(split, lstm, transformer):
     batch = split.batch(np.arange(6))
     for model in (lstm, transformer):
+        tokens = batch.tokens.to(device_of(model))  # the oracle's own calls run beside a GPU model too
         attr, delta = integrated_gradients(model, batch.tokens, steps=64)
         with torch.no_grad():
-            probs = model(batch.tokens).probs
+            probs = model(tokens).probs
             target = probs.argmax(-1)
-            words = real_token_mask(batch.tokens)
-            zero = model.embedding(batch.tokens).masked_fill(words.unsqueeze(-1), 0.0)
+            words = real_token_mask(tokens)
+            zero = model.embedding(tokens).masked_fill(words.unsqueeze(-1), 0.0)
             handle = model.embedding.register_forward_hook(lambda *_: zero)
             try:
-                base = model(batch.tokens).probs
+                base = model(tokens).probs
             finally:
                 handle.remove()
         gap = probs.gather(1, target[:, None])[:, 0] - base.gather(1, target[:, None])[:, 0]
-        np.testing.assert_allclose(attr.sum(-1).numpy(), gap.numpy(), atol=1e-4)  # completeness
+        np.testing.assert_allclose(attr.sum(-1).cpu().numpy(), gap.cpu().numpy(), atol=1e-4)  # completeness
         assert float(delta.max()) < 1e-4
         assert (attr[~words] == 0).all()
     # The quadrature written out, from the same zero baseline, agrees with our batched captum call ...
-    tokens, words = batch.tokens, real_token_mask(batch.tokens)
+    tokens = batch.tokens.to(device_of(lstm))
+    words = real_token_mask(tokens)
     target = lstm(tokens).probs.argmax(-1)
     embedded = lstm.embedding(tokens).detach()
     ours, _ = integrated_gradients(lstm, tokens, steps=32)
-    np.testing.assert_allclose(ours.numpy(), _ig_from(lstm, tokens, embedded.masked_fill(words.unsqueeze(-1), 0.0),
-                                                      target).masked_fill(~words, 0.0).numpy(), atol=1e-6)
+    np.testing.assert_allclose(ours.cpu().numpy(), _ig_from(lstm, tokens, embedded.masked_fill(words.unsqueeze(-1), 0.0),
+                                                            target).masked_fill(~words, 0.0).cpu().numpy(), atol=1e-6)
     # ... and, from a <UNK>-word baseline (one captum's LayerIntegratedGradients can express as an input
     # sentence), with captum's LayerIntegratedGradients on the embedding layer.
     unk = tokens.masked_fill(words, data.UNK)
@@ -132,7 +134,7 @@ def test_integrated_gradients_is_complete_and_matches_captums_layer_ig(split, ls
     theirs = lig.attribute(tokens, baselines=unk, target=target, n_steps=32).sum(-1).detach()
     with torch.no_grad():
         unk_baseline = lstm.embedding(unk)
-    np.testing.assert_allclose(_ig_from(lstm, tokens, unk_baseline, target).numpy(), theirs.numpy(), atol=1e-6)
+    np.testing.assert_allclose(_ig_from(lstm, tokens, unk_baseline, target).cpu().numpy(), theirs.cpu().numpy(), atol=1e-6)
 
 
 def _ig_from(model, tokens, baseline, target, steps=32):
@@ -140,7 +142,7 @@ def _ig_from(model, tokens, baseline, target, steps=32):
     nodes, weights = np.polynomial.legendre.leggauss(steps)
     alphas, weights = (nodes + 1) / 2, weights / 2
     embedded = model.embedding(tokens).detach()
-    total = torch.zeros(tokens.shape, dtype=embedded.dtype)
+    total = torch.zeros(tokens.shape, dtype=embedded.dtype, device=tokens.device)
     for a, w in zip(alphas, weights):
         e = (baseline + float(a) * (embedded - baseline)).requires_grad_(True)
         handle = model.embedding.register_forward_hook(lambda *_: e)

@@ -22,7 +22,14 @@ from attnlib.data import (
     load_deception,
     tokenize,
 )
-from attnlib.deception import DeceiverModel, attention_mass, deception_table, impermissible_penalty, train_deceiver
+from attnlib.deception import (
+    DeceiverModel,
+    attention_mass,
+    deception_table,
+    impermissible_penalty,
+    restricted_config,
+    train_deceiver,
+)
 from attnlib.models import ModelConfig, TransformerConfig
 from attnlib.train import TRANSFORMER_TRAIN, TrainConfig, train_model
 
@@ -257,6 +264,25 @@ def test_penalty_gradcheck():
     torch.autograd.gradcheck(lambda x: impermissible_penalty(torch.softmax(x, -1), m, 0.7), (logits,))
 
 
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 10_000), st.integers(1, 4), st.floats(0.01, 3.0))
+def test_per_head_penalty_is_r_mean_and_never_below_the_head_average(seed, heads, lam):
+    """R_mean (their code: torch.mean over instances and heads of log(1 - alpha_h^T m)), and Jensen."""
+    rng = np.random.default_rng(seed)
+    b, t = 5, 9
+    lengths = rng.integers(2, t + 1, size=b)
+    real = np.arange(t)[None, :] < lengths[:, None]
+    w = rng.random((b, heads, t)) * real[:, None, :]
+    alpha = w / w.sum(-1, keepdims=True)  # (B, H, T): every head's row on the same real tokens
+    mask = (rng.random((b, t)) < 0.4) & real
+    mask[np.arange(b), rng.integers(0, lengths)] = True
+    a, m = torch.tensor(alpha), torch.tensor(mask)
+    rest = np.maximum((alpha * ~mask[:, None]).sum(-1), 1e-10)  # 1 - alpha_h^T m, (B, H), clamped as documented
+    got = impermissible_penalty(a, m, lam).item()
+    assert got == pytest.approx(np.mean(-lam * np.log(rest)), rel=1e-9)
+    assert got >= impermissible_penalty(a.mean(1), m, lam).item() - 1e-12  # stricter than the head average
+
+
 @pytest.mark.parametrize("lam", [-0.1, float("nan"), float("inf"), "1", True])
 def test_penalty_rejects_bad_lambda(lam):
     alpha, mask = _batch()
@@ -330,6 +356,21 @@ def test_transformer_deceiver(small):
     config = TransformerConfig(layers=1, heads=2, head_dim=8)
     result = train_deceiver(small, config, lam=1.0, train_config=FAST, use_cache=False, progress=False)
     assert result.train_config == FAST and 0.0 <= result.mass["test"] <= 1.0
+    # Pruthi et al.'s restricted attention, by default, at the data set's separator
+    assert result.config == restricted_config(config, small)
+    assert result.config.segment_separator == small.vocab.stoi[DECEPTION_SEPARATOR]
+    assert result.model.config.segment_separator == result.config.segment_separator
+    # one layer: only [CLS]'s row reaches the output, and [CLS] sees every token either way
+    unrestricted = train_deceiver(small, config, lam=1.0, train_config=FAST, restricted=False, use_cache=False,
+                                  progress=False)
+    assert unrestricted.config == config
+    batch = small.test.batch(np.arange(8))
+    assert torch.equal(unrestricted.model(batch).probs, result.model(batch).probs)
+    # two layers: the first keeps the segments apart, so the models part
+    two = TransformerConfig(layers=2, heads=2, head_dim=8)
+    kept, mixed = (train_deceiver(small, two, lam=1.0, train_config=FAST, restricted=r, use_cache=False,
+                                  progress=False) for r in (True, False))
+    assert not torch.equal(kept.model(batch).probs, mixed.model(batch).probs)
     default = train_deceiver(small, config, lam=0.0, epochs=1, use_cache=False, progress=False)
     assert default.train_config == TrainConfig(**{**asdict(TRANSFORMER_TRAIN), "epochs": 1})
 
@@ -350,6 +391,12 @@ def test_train_deceiver_errors(small):
         train_deceiver(small, TINY, lam=1.0, train_config={"epochs": 1}, use_cache=False)
     with pytest.raises(ValueError, match="epochs"):
         train_deceiver(small, TINY, lam=1.0, epochs=0, use_cache=False)
+    with pytest.raises(ValueError, match="TransformerConfig"):
+        train_deceiver(small, TINY, lam=1.0, restricted=True, use_cache=False)
+    with pytest.raises(ValueError, match="restricted must be"):
+        train_deceiver(small, TransformerConfig(layers=1), lam=1.0, restricted="yes", use_cache=False)
+    with pytest.raises(ValueError, match="no separator"):
+        restricted_config(TransformerConfig(layers=1), plain)
     with pytest.raises(ValueError, match="non-empty dict"):
         deception_table({}, small.test)
     with pytest.raises(ValueError, match="no rationales"):

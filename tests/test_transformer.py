@@ -227,3 +227,79 @@ def test_row_per_instance_experiments_refuse_a_head_with_a_row_per_query(tiny_da
     run = getattr(counterfactual, experiment, None) or getattr(erasure, experiment)
     with pytest.raises(ValueError, match="one attention row per instance.*a row per query"):
         run(model, tiny_dataset.test, max_instances=4, site=Site(0, 1))
+
+
+# ----------------------------------------------------------------------------- Pruthi et al.'s restricted attention
+SEP = 5  # the separator's id in these tests
+RESTRICTED = TransformerConfig(layers=2, heads=3, head_dim=4, embed_dim=6, max_positions=40, dropout=0.0,
+                               segment_separator=SEP)
+
+
+def _two_segments(rng, n_rows=4, vocab=30):
+    """<SOS> a... SEP b... <EOS> rows (ids 6.. for words), padded; one row without a separator."""
+    rows = []
+    for i in range(n_rows):
+        first, second = rng.integers(6, vocab, rng.integers(1, 5)), rng.integers(6, vocab, rng.integers(1, 5))
+        middle = [SEP] if i else []
+        rows.append(np.concatenate([[data.SOS], first, middle, second, [data.EOS]]))
+    return data.collate(rows, np.arange(n_rows) % 2)
+
+
+def test_visibility_is_pruthis_inter_attention_mask():
+    """Oracle: their create_inter_attention_mask, written out position by position."""
+    model, rng = _model(config=RESTRICTED), np.random.default_rng(0)
+    batch = _two_segments(rng)
+    tokens, real = batch.tokens, batch.tokens != data.PAD
+    got = model.visibility(tokens, real)[:, 0]
+    B, T = tokens.shape
+    for b in range(B):
+        seps = [j for j in range(T) if tokens[b, j] == SEP]
+        segment = [int(bool(seps) and j > seps[0]) for j in range(T)]
+        for i in range(T):
+            for j in range(T):
+                if i == 0:
+                    want = bool(real[b, j])
+                else:
+                    want = bool(real[b, j]) and j != 0 and segment[i] == segment[j]
+                assert bool(got[b, i, j]) == want, (b, i, j)
+    plain = _model().visibility(tokens, real)
+    assert plain.shape == (B, 1, 1, T) and torch.equal(plain[:, 0, 0], real)
+
+
+def test_restricted_attention_keeps_the_segments_apart_in_every_layer():
+    """A word of the first segment reaches the second only never: the second segment's states do not move;
+    [CLS]'s do, since it attends to both."""
+    model, rng = _model(config=RESTRICTED), np.random.default_rng(1)
+    batch = _two_segments(rng)
+    edited = batch.tokens.clone()
+    edited[1:, 1] = (edited[1:, 1] - 6 + 1) % 24 + 6  # another word at position 1 (first segment) of rows 1..
+    a, b = model.trace(batch.tokens), model.trace(edited)
+    for row in range(1, len(edited)):
+        sep = int((edited[row] == SEP).nonzero()[0, 0])
+        n = int(batch.lengths[row])
+        torch.testing.assert_close(a.hidden_states[row, :, sep + 1 : n], b.hidden_states[row, :, sep + 1 : n],
+                                   atol=0, rtol=0)
+        assert not torch.equal(a.hidden_states[row, 1:, 0], b.hidden_states[row, 1:, 0])
+    rows = a.attentions.sum(-1)  # still distributions over the real keys
+    torch.testing.assert_close(rows, a.key_mask[:, None, None, :].float().expand_as(rows))
+    assert float(a.attentions[:, :, :, 1:, 0].abs().max()) == 0  # nobody attends to [CLS]
+
+
+def test_a_restricted_model_meets_the_protocol():
+    model, batch = _model(config=RESTRICTED), _two_segments(np.random.default_rng(2))
+    out = model(batch)
+    assert out.head_attention.shape == (len(batch.tokens), 3, batch.tokens.shape[1])
+    torch.testing.assert_close(out.attention, out.head_attention.mean(1))
+    for site in model.sites:
+        state = model.site_state(batch, site)
+        torch.testing.assert_close(model.decode_at(state, state.attention), out.probs, atol=1e-6, rtol=0)
+    embedded = model.embed_tokens(batch.tokens)
+    torch.testing.assert_close(model.forward_embedded(batch.tokens, embedded).probs, out.probs, atol=1e-6, rtol=0)
+
+
+def test_the_restriction_is_in_the_name_but_not_in_an_unrestricted_models_dict():
+    assert "segment_separator" not in CONFIG.to_dict()  # unrestricted models keep their cache keys
+    assert RESTRICTED.to_dict()["segment_separator"] == SEP and "restricted" in RESTRICTED.name
+    for bad in (data.EOS, 0, -1, 2.5, True):
+        with pytest.raises(ValueError, match="segment_separator"):
+            TransformerConfig(segment_separator=bad)

@@ -139,11 +139,12 @@ def _layer_attention(model: TransformerClassifier, tokens: torch.Tensor, layer: 
     and the key mask (B, T). The layers below run once, without gradients."""
     with torch.no_grad():
         h, key_mask = model.embed(tokens)
+        visible = model.visibility(tokens, key_mask)
         for block in model.layers[:layer]:
-            probs, v = block.attend(h, key_mask)
+            probs, v = block.attend(h, visible)
             h = block.finish(h, probs, v)
-        original, _ = model.layers[layer].attend(h, key_mask)
-    adversarial, _ = model.layers[layer].attend(h, key_mask, key_edit=key_map)
+        original, _ = model.layers[layer].attend(h, visible)
+    adversarial, _ = model.layers[layer].attend(h, visible, key_edit=key_map)
     return adversarial, original, key_mask
 
 

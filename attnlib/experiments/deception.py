@@ -16,11 +16,18 @@ its attention says it does not: attention can be trained to deceive.
 Their SST + Wiki task appends an unrelated Wikipedia sentence to each SST sentence and marks
 the SST tokens impermissible; here :func:`attnlib.data.load_deception` builds its offline
 stand-in (an rt-polarity sentence, a separator, an IMDB sentence), whose ``rationales`` are
-the mask m. Their lambdas: 0, 0.1 and 1 (:data:`PRUTHI_LAMBDAS`); their BERT is penalised on
-the last layer's [CLS] attention averaged over heads, which is what the book's transformer
-reports as its attention (:class:`attnlib.models.TransformerOutput`). Their Table 3
-(accuracy / mass in %; from a reproduction report's reprint): BiLSTM lambda = 0 76.9 / 77.7,
-lambda = 0.1 60.6 / 0.04; BERT-mean lambda = 0 90.8 / 59.0, lambda = 0.1 90.9 / < 0.01.
+the mask m. Their lambdas: 0, 0.1 and 1 (:data:`PRUTHI_LAMBDAS`). Their BERT is set up as
+in their code (``danishpruthi/deceptive-attention``, ``run_classifier.py`` and
+``modeling.py``), and so is the book's transformer here:
+
+- R_mean, per head: -lambda/|H| sum_h log(1 - alpha_h^T m) on the last layer's [CLS] rows
+  (``TransformerOutput.head_attention``), stricter than penalising the head average (Jensen);
+- restricted attention in every layer, at every lambda (0 included): the two segments attend
+  only within themselves, [CLS] attends to all and nobody to [CLS]
+  (``TransformerConfig(segment_separator=...)``, which :func:`train_deceiver` sets).
+
+Their Table 3 (accuracy / mass in %; from a reproduction report's reprint):
+:data:`attnlib.published.PRUTHI_TABLE3`.
 
 Numerics: 1 - alpha^T m is computed as the attention mass *off* the impermissible tokens
 (the same number for a distribution, without the cancellation of 1 - mass near mass 1) and
@@ -38,7 +45,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -47,7 +54,7 @@ from torch import nn
 
 from .. import cache, get_device, metrics
 from .._checks import check_distribution, check_positive_int, check_positive_number, check_seed
-from ..data import Dataset, Split
+from ..data import DECEPTION_SEPARATOR, Dataset, Split
 from ..models import ModelConfig, TransformerConfig, device_of, eval_mode
 from ..train import (
     STORED_FIELDS,
@@ -67,6 +74,7 @@ __all__ = [
     "attention_mass",
     "impermissible_penalty",
     "train_deceiver",
+    "restricted_config",
     "deception_table",
     "score_mass",
 ]
@@ -75,16 +83,18 @@ __all__ = [
 PRUTHI_LAMBDAS = (0.0, 0.1, 1.0)
 
 # Bumped whenever the objective or the selection changes, so old cache entries are not reused.
-_OBJECTIVE_VERSION = "label+lambda*-log(mass-off-m, clamp 1e-10)/batch-mean/select-dev-auc/v1"
+_OBJECTIVE_VERSION = "label+lambda*-log(mass-off-m, clamp 1e-10)/per-head-batch-mean/select-dev-auc/v2"
 
 
 # ----------------------------------------------------------------------------- the penalty
-def _check_inputs(attention, mask, check: bool) -> None:
-    if not isinstance(attention, torch.Tensor) or not attention.is_floating_point() or attention.ndim != 2:
-        raise ValueError("attention must be a 2-d (B, T) floating-point torch tensor")
+def _check_inputs(attention, mask, check: bool, heads: bool = False) -> None:
+    dims = (2, 3) if heads else (2,)
+    if not isinstance(attention, torch.Tensor) or not attention.is_floating_point() or attention.ndim not in dims:
+        shapes = "2-d (B, T) or 3-d (B, H, T)" if heads else "2-d (B, T)"
+        raise ValueError(f"attention must be a {shapes} floating-point torch tensor")
     if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
         raise ValueError("mask must be a boolean torch tensor, True on the impermissible tokens")
-    if mask.shape != attention.shape:
+    if mask.ndim != 2 or mask.shape != (attention.shape[0], attention.shape[-1]):
         raise ValueError(f"mask has shape {tuple(mask.shape)} but attention has shape {tuple(attention.shape)}")
     if mask.device != attention.device:
         raise ValueError(f"mask is on {mask.device} but attention is on {attention.device}")
@@ -108,7 +118,9 @@ def attention_mass(attention, mask, *, check: bool = True) -> torch.Tensor:
 def impermissible_penalty(attention, mask, lam, *, check: bool = True) -> torch.Tensor:
     """Pruthi et al.'s penalty, the batch mean of -lambda * log(1 - alpha^T m), a scalar.
 
-    ``attention`` (B, T) and ``mask`` (B, T) as for :func:`attention_mass`; ``lam`` >= 0.
+    ``attention`` (B, T) and ``mask`` (B, T) as for :func:`attention_mass`; or ``attention``
+    (B, H, T), one row per head: then R_mean, the mean over instances and heads of
+    -lambda * log(1 - alpha_h^T m), as their code computes it. ``lam`` >= 0.
     1 - alpha^T m is computed as the mass off the impermissible tokens and clamped below at
     1e-10 (:data:`attnlib.metrics.EPS`), so the value (at most about 23 lambda) and its
     gradient are finite even when all the attention is on them. Differentiable in
@@ -119,14 +131,16 @@ def impermissible_penalty(attention, mask, lam, *, check: bool = True) -> torch.
     not distributions.
     """
     lam = check_positive_number(lam, "lam (the penalty weight lambda)", allow_zero=True)
-    _check_inputs(attention, mask, check)
+    _check_inputs(attention, mask, check, heads=True)
     if check:
         empty = int((~mask.any(-1)).sum())
         if empty:
             raise ValueError(
                 f"{empty} row(s) of mask mark no impermissible token: the penalty needs at least one per instance"
             )
-    rest = attention.masked_fill(mask, 0.0).sum(-1).clamp_min(metrics.EPS)  # 1 - alpha^T m, (B,)
+    if attention.ndim == 3:
+        mask = mask[:, None, :]
+    rest = attention.masked_fill(mask, 0.0).sum(-1).clamp_min(metrics.EPS)  # 1 - alpha^T m, (B,) or (B, H)
     return lam * -torch.log(rest).mean()
 
 
@@ -313,6 +327,23 @@ def _validate(dataset, config, lam, seed, train_config, epochs):
     return lam, seed, train_config
 
 
+def restricted_config(config: TransformerConfig, dataset: Dataset) -> TransformerConfig:
+    """``config`` with Pruthi et al.'s restricted attention between the segments of ``dataset``.
+
+    The segments are split at :data:`attnlib.data.DECEPTION_SEPARATOR`, whose id in the
+    data set's vocabulary becomes ``TransformerConfig.segment_separator``. Raises ValueError
+    for a config that is not a transformer's or a vocabulary without the separator.
+    """
+    if not isinstance(config, TransformerConfig):
+        raise ValueError(f"restricted attention needs a TransformerConfig, got {type(config).__name__}")
+    if DECEPTION_SEPARATOR not in dataset.vocab:
+        raise ValueError(
+            f"{dataset.name!r} has no separator {DECEPTION_SEPARATOR!r} in its vocabulary: "
+            "use attnlib.data.load_deception"
+        )
+    return replace(config, segment_separator=dataset.vocab.stoi[DECEPTION_SEPARATOR])
+
+
 def train_deceiver(
     dataset: Dataset,
     config: ModelConfig | TransformerConfig,
@@ -321,6 +352,7 @@ def train_deceiver(
     seed: int = 0,
     epochs: int | None = None,
     train_config: TrainConfig | None = None,
+    restricted: bool | None = None,
     progress: bool = True,
     use_cache: bool = True,
     device=None,
@@ -328,23 +360,32 @@ def train_deceiver(
     """Train (or load from the cache) ``config``'s model with Pruthi et al.'s penalty at weight ``lam``.
 
     Minimises the label loss (:func:`attnlib.train.label_loss`) plus
-    :func:`impermissible_penalty` of the model's attention (``forward(batch).attention``:
-    J&W's attention, or the transformer's last-layer [CLS] row averaged over heads) on the
-    batch's rationales, which mark the impermissible tokens (:func:`attnlib.data.load_deception`).
-    Otherwise exactly :func:`attnlib.train.train_model`: GloVe embeddings and weights seeded
-    with ``seed``, its batches and optimiser (``train_config``: default
+    :func:`impermissible_penalty` of the model's attention on the batch's rationales, which
+    mark the impermissible tokens (:func:`attnlib.data.load_deception`): J&W's attention, or
+    the transformer's last-layer [CLS] rows head by head (``head_attention``: R_mean).
+    ``restricted`` (default: True for a transformer, as in Pruthi et al.'s code; a BiLSTM has
+    no such option): the transformer is built with :func:`restricted_config`, at every
+    lambda. Otherwise exactly :func:`attnlib.train.train_model`: GloVe embeddings and weights
+    seeded with ``seed``, its batches and optimiser (``train_config``: default
     :data:`~attnlib.train.TRANSFORMER_TRAIN` for a transformer, J&W's ``TrainConfig()``
     otherwise; ``epochs`` overrides its epochs), the epoch with the best dev ROC-AUC kept.
-    So lambda = 0 gives ``train_model``'s model, and every lambda starts from the same
-    weights. ``.mass`` holds the mean attention mass on the impermissible tokens (dev and
-    test), ``.test`` the test accuracy, F1 and ROC-AUC. Uses a GPU when present unless
-    ``device`` says otherwise.
+    So lambda = 0 gives ``train_model``'s model of the same config, and every lambda starts
+    from the same weights. ``.mass`` holds the mean attention mass on the impermissible
+    tokens (dev and test), ``.test`` the test accuracy, F1 and ROC-AUC. Uses a GPU when
+    present unless ``device`` says otherwise.
 
     Raises ValueError for a data set without rationales, lambda < 0, NaN or inf, a model
-    whose attention cannot be trained (``"uniform"`` with lambda > 0, ``"given"``), or a
-    training instance with no impermissible token (lambda > 0).
+    whose attention cannot be trained (``"uniform"`` with lambda > 0, ``"given"``), a
+    training instance with no impermissible token (lambda > 0), or ``restricted=True``
+    for a model that is not a transformer.
     """
     lam, seed, train_config = _validate(dataset, config, lam, seed, train_config, epochs)
+    if restricted is None:
+        restricted = isinstance(config, TransformerConfig)
+    elif not isinstance(restricted, bool):
+        raise ValueError(f"restricted must be True, False or None, got {restricted!r}")
+    if restricted:
+        config = restricted_config(config, dataset)
     device = get_device(device)
     key = cache.cache_key(
         kind="deceiver",
@@ -378,7 +419,9 @@ def _fit_deceiver(model, result, dataset, lam, seed, train_config, progress):
         loss = loss_of(out.logits, batch.labels)
         if lam == 0:  # exactly fit's own objective
             return loss
-        return loss + impermissible_penalty(out.attention, batch.rationale, lam, check=False)
+        heads = getattr(out, "head_attention", None)  # a transformer's rows per head: R_mean
+        attention = out.attention if heads is None else heads
+        return loss + impermissible_penalty(attention, batch.rationale, lam, check=False)
 
     def select(m: nn.Module, ds: Dataset) -> tuple[float, dict]:
         probs, mass = _outputs(m, ds.dev)

@@ -10,6 +10,11 @@ residual, LayerNorm -> feed-forward (GELU) -> residual): pre-LN trains from scra
 the careful warm-up post-LN BERT needs, and a head still adds ``A (X W^V + b^V) W^O_h`` to
 the residual stream, which is all Brunner et al.'s identifiability argument uses.
 Every position attends to every real position ([CLS] and [SEP] included), never to padding.
+With ``TransformerConfig(segment_separator=id)``, Pruthi et al.'s restricted attention: the
+tokens up to the first separator and those after it attend only within their own segment, in
+every layer; [CLS] attends to every real position and no other position attends to [CLS]
+(their ``create_inter_attention_mask``). Information then crosses between the segments only
+through [CLS]'s attention (:meth:`TransformerClassifier.visibility`).
 
 The model meets the intervention protocol (:mod:`attnlib.models.protocol`) with one site per
 (layer, head), and shares its trace and edits with the pretrained family
@@ -25,7 +30,7 @@ import torch
 from torch import nn
 
 from .._checks import check_positive_int, check_positive_number
-from ..data import PAD
+from ..data import EOS, PAD
 from .classifier import BookTokens
 from .heads import Trace, apply_edits, check_edits, flatten_candidates
 from .protocol import Site, SiteState, TokenOutput, class_probabilities
@@ -45,6 +50,9 @@ class TransformerConfig:
     dropout: float = 0.1
     max_positions: int = 256
     n_classes: int = 2
+    #: the token id that splits an instance into two segments for Pruthi et al.'s restricted
+    #: attention (None: every position attends to every real position)
+    segment_separator: int | None = None
 
     def __post_init__(self):
         for name in ("layers", "heads", "head_dim", "embed_dim", "ffn_mult", "max_positions"):
@@ -53,6 +61,8 @@ class TransformerConfig:
         check_positive_number(self.dropout, "dropout", allow_zero=True)
         if self.dropout >= 1:
             raise ValueError(f"dropout must be below 1, got {self.dropout}")
+        if self.segment_separator is not None:
+            check_positive_int(self.segment_separator, "segment_separator", minimum=EOS + 1)
 
     @property
     def d_model(self) -> int:
@@ -64,10 +74,14 @@ class TransformerConfig:
 
     @property
     def name(self) -> str:
-        return f"transformer {self.layers}x{self.heads} d_v={self.head_dim}"
+        restricted = "" if self.segment_separator is None else ", restricted attention"
+        return f"transformer {self.layers}x{self.heads} d_v={self.head_dim}{restricted}"
 
     def to_dict(self) -> dict:
-        return {"family": "transformer", **asdict(self)}
+        fields = asdict(self)
+        if self.segment_separator is None:  # an unrestricted model keeps the dict (and cache keys) it had
+            del fields["segment_separator"]
+        return {"family": "transformer", **fields}
 
     def build(self, vocab_size: int, embeddings: np.ndarray | None = None) -> "TransformerClassifier":
         """A fresh model for a vocabulary (what :func:`attnlib.train.load_or_train` calls)."""
@@ -80,9 +94,11 @@ class TransformerOutput:
 
     probs: torch.Tensor  # (B, C)
     logits: torch.Tensor  # (B, 1) for binary, (B, C) otherwise
-    #: (B, T) the last layer's [CLS] (<SOS>) attention row, averaged over heads (after any edits):
-    #: the attention Pruthi et al. penalise ("mean" over heads); 0 on padding.
+    #: (B, T) the last layer's [CLS] (<SOS>) attention row, averaged over heads (after any edits);
+    #: 0 on padding.
     attention: torch.Tensor | None = None
+    #: (B, h, T) the same row per head: what Pruthi et al.'s R_mean penalises head by head.
+    head_attention: torch.Tensor | None = None
 
     @property
     def prediction(self) -> torch.Tensor:
@@ -128,13 +144,16 @@ class _Layer(nn.Module):
         self.drop = drop  # the model's one dropout (one generator)
         self.scale = 1.0 / math.sqrt(self.dv)
 
-    def attend(self, x: torch.Tensor, key_mask: torch.Tensor, key_edit=None,
+    def attend(self, x: torch.Tensor, visible: torch.Tensor, key_edit=None,
                first_query_only: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
         """Attention probabilities (B, h, T, T) and values (B, h, T, d_v) of the layer input x (B, T, d).
 
-        ``key_edit``: a function of the keys (B, T, d_model), all heads side by side, that
-        returns new keys of that shape (the poster's adversarial keys). ``first_query_only``:
-        only the first query row, probabilities (B, h, 1, T) (all the last layer needs).
+        ``visible``: the keys each query may attend to, from
+        :meth:`TransformerClassifier.visibility` ((B, 1, 1, T) or (B, 1, T, T)); a (B, T) key
+        mask means the same keys for every query. ``key_edit``: a function of the keys (B, T,
+        d_model), all heads side by side, that returns new keys of that shape (the poster's
+        adversarial keys). ``first_query_only``: only the first query row, probabilities
+        (B, h, 1, T) (all the last layer needs).
         """
         B, T, d = x.shape
         normed = self.norm1(x)
@@ -153,7 +172,11 @@ class _Layer(nn.Module):
         k = k.reshape(B, T, self.h, self.dv).transpose(1, 2)
         v = v.reshape(B, T, self.h, self.dv).transpose(1, 2)
         scores = torch.matmul(q, k.transpose(-1, -2)) * self.scale
-        scores = scores.masked_fill(~key_mask[:, None, None, :], float("-inf"))
+        if visible.ndim == 2:
+            visible = visible[:, None, None, :]
+        elif first_query_only:
+            visible = visible[:, :, :1]
+        scores = scores.masked_fill(~visible, float("-inf"))
         return torch.softmax(scores, dim=-1), v
 
     def finish(self, x: torch.Tensor, probs: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
@@ -246,6 +269,24 @@ class TransformerClassifier(BookTokens, nn.Module):
         x = self.embed_norm(self.project(words) + self.positions(pos)[None])
         return self.drop(x), key_mask
 
+    def visibility(self, tokens: torch.Tensor, key_mask: torch.Tensor) -> torch.Tensor:
+        """Which keys each query may attend to, for :meth:`_Layer.attend`: True where allowed.
+
+        Without a ``segment_separator``: the real keys, the same for every query, (B, 1, 1, T).
+        With one (Pruthi et al.'s restricted attention), (B, 1, T, T): a position attends only
+        to the real positions of its own segment (up to and including the first separator,
+        or after it), never to [CLS]; [CLS] attends to every real position, itself included.
+        A row without a separator is one segment.
+        """
+        if self.config.segment_separator is None:
+            return key_mask[:, None, None, :]
+        separator = tokens == self.config.segment_separator
+        after = (separator.long().cumsum(1) - separator.long()) > 0  # (B, T) past the first separator
+        visible = (after[:, :, None] == after[:, None, :]) & key_mask[:, None, :]
+        visible[:, :, 0] = False
+        visible[:, 0, :] = key_mask
+        return visible[:, None]
+
     # ------------------------------------------------------------------ token-level access (protocol.TokenModel)
     # token_ids, embed_tokens (the word embeddings, before the projection and the positions): BookTokens
     #: an attention per layer and head, none of them one alpha to detach
@@ -261,7 +302,7 @@ class TransformerClassifier(BookTokens, nn.Module):
             )
         tokens = self._tokens(ids)
         h, key_mask = self.embed(tokens, embedded)
-        logits, cls_row = self._top(h, key_mask, 0, {}, {})
+        logits, cls_row = self._top(h, key_mask, self.visibility(tokens, key_mask), 0, {}, {})
         return TokenOutput(probs=self.probabilities(logits), attention=cls_row.mean(1))
 
     def token_cost(self, T: int) -> int:
@@ -273,9 +314,11 @@ class TransformerClassifier(BookTokens, nn.Module):
         """Class distribution from logits: [1 - sigmoid, sigmoid] for binary, softmax otherwise."""
         return class_probabilities(logits, self.config.n_classes)
 
-    def _top(self, x: torch.Tensor, key_mask: torch.Tensor, start: int, edits: dict,
+    def _top(self, x: torch.Tensor, key_mask: torch.Tensor, visible: torch.Tensor, start: int, edits: dict,
              key_edits: dict | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Logits from the states x entering layer ``start``, and the last layer's [CLS] row (B, h, T).
+
+        ``key_mask`` (B, T): the real positions; ``visible``: :meth:`visibility`.
 
         The output reads only the [CLS] position after the last layer, so the last layer
         computes only that query row: the same output as all rows, about a sixth of the
@@ -286,7 +329,7 @@ class TransformerClassifier(BookTokens, nn.Module):
         for index in range(start, len(self.layers)):
             layer = self.layers[index]
             only_cls = index == last and index not in edits
-            probs, v = layer.attend(x, key_mask, (key_edits or {}).get(index), first_query_only=only_cls)
+            probs, v = layer.attend(x, visible, (key_edits or {}).get(index), first_query_only=only_cls)
             probs = apply_edits(probs, edits.get(index), key_mask)
             x = layer.finish(x, probs, v)
             if index == last:
@@ -305,8 +348,9 @@ class TransformerClassifier(BookTokens, nn.Module):
         key_edits = self._check_key_edits(key_edits)
         tokens = self._tokens(x)
         h, key_mask = self.embed(tokens)
-        logits, cls_row = self._top(h, key_mask, 0, edits, key_edits)
-        return TransformerOutput(probs=self.probabilities(logits), logits=logits, attention=cls_row.mean(1))
+        logits, cls_row = self._top(h, key_mask, self.visibility(tokens, key_mask), 0, edits, key_edits)
+        return TransformerOutput(probs=self.probabilities(logits), logits=logits, attention=cls_row.mean(1),
+                                 head_attention=cls_row)
 
     def _check_key_edits(self, key_edits) -> dict:
         if key_edits is None:
@@ -328,9 +372,10 @@ class TransformerClassifier(BookTokens, nn.Module):
         try:
             tokens = self._tokens(x)
             h, key_mask = self.embed(tokens)
+            visible = self.visibility(tokens, key_mask)
             states, attentions, values = [h], [], []
             for layer in self.layers:
-                probs, v = layer.attend(h, key_mask)
+                probs, v = layer.attend(h, visible)
                 h = layer.finish(h, probs, v)
                 attentions.append(probs)
                 values.append(v)
@@ -357,26 +402,27 @@ class TransformerClassifier(BookTokens, nn.Module):
             raise ValueError(f"{site} is outside the model ({self.config.layers} layers x {self.config.heads} heads)")
         tokens = self._tokens(batch)
         h, key_mask = self.embed(tokens)
+        visible = self.visibility(tokens, key_mask)
         for layer in self.layers[: site.layer]:
-            probs, v = layer.attend(h, key_mask)
+            probs, v = layer.attend(h, visible)
             h = layer.finish(h, probs, v)
-        probs, v = self.layers[site.layer].attend(h, key_mask)
-        return SiteState(attention=probs[:, site.head], mask=key_mask, site=site, inputs=(h, probs, v))
+        probs, v = self.layers[site.layer].attend(h, visible)
+        return SiteState(attention=probs[:, site.head], mask=key_mask, site=site, inputs=(h, probs, v, visible))
 
     def decode_at(self, state: SiteState, attention: torch.Tensor) -> torch.Tensor:
         """Probabilities (B, K..., C) for the head's rows replaced by ``attention`` (B, K..., T, T)."""
-        h, probs, v = state.inputs
+        h, probs, v, visible = state.inputs
         B, T = state.mask.shape
         flat, cand, K = flatten_candidates(attention.to(probs.dtype), B, T)
         site = state.site
         rep = lambda t: t.repeat_interleave(K, dim=0) if K > 1 else t  # noqa: E731
-        h, probs, v, key_mask = rep(h), rep(probs), rep(v), rep(state.mask)
+        h, probs, v, key_mask, visible = rep(h), rep(probs), rep(v), rep(state.mask), rep(visible)
         layer = self.layers[site.layer]
         probs = apply_edits(probs, {site.head: flat}, key_mask)
         if site.layer == len(self.layers) - 1:
             probs = probs[:, :, :1]  # the output reads only the [CLS] row of the last layer
         x = layer.finish(h, probs, v)
-        logits, _ = self._top(x, key_mask, site.layer + 1, {})
+        logits, _ = self._top(x, key_mask, visible, site.layer + 1, {})
         out = self.probabilities(logits)
         return out.reshape(B, *cand, out.shape[-1])
 

@@ -194,3 +194,16 @@ def test_the_bilstm_is_compared_with_pruthi_at_the_same_lambda():
     kept = _with_values(pd.concat([t, pd.DataFrame([dict(rows, accuracy=0.74)], index=[label("BiLSTM + tanh", 0.1)])]))
     assert "ours keeps its accuracy within noise, where theirs does not" in ch13.accuracy_and_mass(
         kept, SUMMARY, top=TOP)["ch13_lstm_at_pruthi"]
+
+
+def test_pruthi_numbers_come_from_published():
+    from attnlib import published
+
+    out = ch13.pruthi()
+    table = published.PRUTHI_TABLE3
+    assert out["ch13_p_bert_0_acc"] == table["BERT (mean over heads)", 0.0][0].value
+    assert out["ch13_p_bert_01_mass"] == table["BERT (mean over heads)", 0.1][1].value
+    assert out["ch13_p_lstm_1_acc"] == table["BiLSTM + attention", 1.0][0].value
+    lo, hi = published.PRUTHI_TOKENS_REMOVED
+    assert out["ch13_p_deleted"] == f"{lo.value:g}–{hi.value:g}"
+    assert not any(k.startswith("ch13_p_emb") for k in out)  # the Emb model is not quoted

@@ -11,10 +11,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ... import uncertainty
+from ... import published, uncertainty
 from .wording import require_columns
 
-__all__ = ["label", "accuracy_and_mass", "with_intervals", "mean_shares", "explanations", "erasure"]
+__all__ = ["label", "accuracy_and_mass", "pruthi", "with_intervals", "mean_shares", "explanations", "erasure"]
 
 #: The chapter's two model families, and the short names its glued names use.
 FAMILIES = (("BiLSTM + tanh", "lstm"), ("transformer", "tf"))
@@ -61,6 +61,24 @@ def with_intervals(table: pd.DataFrame, *, seed: int = 0) -> pd.DataFrame:
                          if c not in ("accuracy", "impermissible attention (%)", "n", "correct", "mass")}}
     out = pd.DataFrame.from_dict(rows, orient="index")
     out.index.name = table.index.name
+    return out
+
+
+def pruthi() -> dict[str, Any]:
+    """Pruthi et al.'s numbers the prose quotes, read from :data:`attnlib.published.PRUTHI_TABLE3`.
+
+    ``ch13_p_{bert,lstm}_{0,01,1}_{acc,mass}`` (λ = 0, 0.1, 1; percent, as printed: a mass
+    printed as "<0.01" is the bound 0.01) and ``ch13_p_deleted`` ("49–50"), the accuracy
+    with the impermissible tokens deleted.
+    """
+    names = {"BERT (mean over heads)": "bert", "BiLSTM + attention": "lstm"}
+    out: dict[str, Any] = {}
+    for (model, lam), (acc, mass) in published.PRUTHI_TABLE3.items():
+        if model in names:
+            tag = f"ch13_p_{names[model]}_{f'{lam:g}'.replace('.', '')}"
+            out[f"{tag}_acc"], out[f"{tag}_mass"] = acc.value, mass.value
+    lo, hi = published.PRUTHI_TOKENS_REMOVED
+    out["ch13_p_deleted"] = f"{lo.value:g}–{hi.value:g}"
     return out
 
 

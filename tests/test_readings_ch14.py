@@ -171,3 +171,13 @@ def test_cls_kept_table_has_both_blocks_and_fits_a_phone():
         f"{kept[(kept.method == 'raw attention') & (kept.layer == 1)]['mean'].item():.2f} ±")
     with pytest.raises(ValueError, match="measure"):
         ch14.cls_kept_table(words, kept, measure="gradient")
+
+
+def test_abnar_numbers_come_from_published_as_printed():
+    from attnlib import published
+
+    out = ch14.abnar()
+    assert out["ch14_az_loo_raw_1"] == ".69" and out["ch14_az_loo_roll_1"] == ".32"
+    assert out["ch14_az_loo_flow_last"] == f"{published.ABNAR_CORRELATION['loo', 'flow'][-1].value:.2f}".lstrip("0")
+    assert out["ch14_az_gradient_raw_last"] == ".46"
+    assert (out["ch14_az_sst_low"], out["ch14_az_sst_high"]) == (".08", ".14")

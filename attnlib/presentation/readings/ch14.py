@@ -10,11 +10,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ... import uncertainty
+from ... import published, uncertainty
 from ...experiments import faithfulness
 from .wording import listed, require_columns
 
-__all__ = ["beside_abnar", "correlations", "rationale", "cls_kept_table", "cls_kept"]
+__all__ = ["beside_abnar", "abnar", "correlations", "rationale", "cls_kept_table", "cls_kept"]
 
 #: The three relevance methods, and the short names the glued names use.
 _METHODS = (("raw attention", "raw"), ("rollout", "roll"), ("flow", "flow"))
@@ -39,6 +39,30 @@ def beside_abnar(table: pd.DataFrame, paper: dict) -> pd.DataFrame:
     both = pd.concat({f"ours (rt-polarity, {n_layers} layers), mean ±95%": ours,
                       f"A&Z (agreement task, {len(theirs.columns)} layers)": theirs}, axis=1)
     return both.fillna("n/a")
+
+
+def _as_printed(value: float) -> str:
+    """A correlation as A&Z's tables print it: two decimals, no leading zero (".69", "−.11")."""
+    text = f"{abs(value):.2f}".lstrip("0")
+    return ("−" if value < 0 else "") + text
+
+
+def abnar() -> dict[str, Any]:
+    """Abnar & Zuidema's numbers the prose quotes, from :mod:`attnlib.published`, as printed.
+
+    ``ch14_az_{loo,gradient}_{raw,roll,flow}_{1,last}``: mean Spearman's rho with blank-out
+    (Table 1) or input gradients (Table 2) after layer 1 and the last (6th) layer of their
+    agreement model; ``ch14_az_sst_low`` / ``_high``: the range of every method and layer
+    on DistilBERT / SST-2 (Table 3).
+    """
+    short = {"raw attention": "raw", "rollout": "roll", "flow": "flow"}
+    out: dict[str, Any] = {}
+    for (measure, method), values in published.ABNAR_CORRELATION.items():
+        out[f"ch14_az_{measure}_{short[method]}_1"] = _as_printed(values[0].value)
+        out[f"ch14_az_{measure}_{short[method]}_last"] = _as_printed(values[-1].value)
+    sst = [v.value for layers in published.ABNAR_SST.values() for v in layers.values()]
+    out["ch14_az_sst_low"], out["ch14_az_sst_high"] = _as_printed(min(sst)), _as_printed(max(sst))
+    return out
 
 
 def correlations(table: pd.DataFrame, rho: dict, *, n: int) -> dict[str, Any]:

@@ -104,6 +104,9 @@ class DeceptionSizes:
     transformer: tuple = (4, 4, 32)
     #: the test sentences the explanations are computed on (None = all)
     explained: int | None = None
+    #: training seeds of every (model, lambda) for the table beside Pruthi et al.'s (the base
+    #: seed and the next ones; the explanations read the base seed's models)
+    table_seeds: int = 3
 
 
 @dataclass(frozen=True)

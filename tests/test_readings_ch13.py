@@ -207,3 +207,36 @@ def test_pruthi_numbers_come_from_published():
     lo, hi = published.PRUTHI_TOKENS_REMOVED
     assert out["ch13_p_deleted"] == f"{lo.value:g}–{hi.value:g}"
     assert not any(k.startswith("ch13_p_emb") for k in out)  # the Emb model is not quoted
+
+
+class _Run:
+    def __init__(self, accuracy, mass):
+        self.test, self.mass = {"accuracy": accuracy}, {"test": mass}
+
+
+def test_beside_pruthi_is_ours_over_seeds_beside_their_table():
+    from scipy import stats
+
+    from attnlib import published
+
+    acc = {("transformer", 0.0): (0.80, 0.82, 0.78), ("transformer", 1.0): (0.79, 0.81, 0.80),
+           ("BiLSTM + tanh", 0.0): (0.70, 0.72, 0.71), ("BiLSTM + tanh", 1.0): (0.60, 0.50, 0.55)}
+    runs = {key: [_Run(a, 0.001 * (i + 1) if key[1] else 0.5) for i, a in enumerate(values)]
+            for key, values in acc.items()}
+    table, out = ch13.beside_pruthi(runs)
+    assert set(out) == {f"ch13_{f}_{w}_{k}_seeds" for f in ("tf", "lstm") for w in ("0", "top") for k in ("acc", "mass")}
+    x = 100 * np.array(acc["transformer", 0.0])  # oracle: the t interval written out
+    half = stats.t.ppf(0.975, 2) * x.std(ddof=1) / np.sqrt(3)
+    want = f"{x.mean():.1f} [{x.mean() - half:.1f}, {x.mean() + half:.1f}]"
+    assert table.loc["transformer, λ = 0", "accuracy (%), ours [95% interval over seeds]"] == want
+    assert out["ch13_tf_0_acc_seeds"] == want
+    assert table.loc["transformer, λ = 1", "impermissible attention (%), Pruthi et al."] == "< 0.001"
+    assert table.loc["BiLSTM + tanh, λ = 1", "accuracy (%), Pruthi et al."] == (
+        f"{published.PRUTHI_TABLE3['BiLSTM + attention', 1.0][0].value:g}")
+    low = float(table.loc["transformer, λ = 1", "impermissible attention (%), ours [95% interval]"]
+                .split("[")[1].split(",")[0])
+    assert low >= 0  # a share's interval is cut at 0
+    with pytest.raises(ValueError, match=">= 2"):
+        ch13.beside_pruthi({key: runs[key][:1] for key in runs})
+    with pytest.raises(ValueError, match="same number"):
+        ch13.beside_pruthi({**runs, ("transformer", 0.1): runs["transformer", 0.0][:2]})

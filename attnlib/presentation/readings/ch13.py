@@ -6,6 +6,7 @@ models are named by :func:`label` (``"transformer, λ = 1"``), the rows of the c
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -14,7 +15,8 @@ import pandas as pd
 from ... import published, uncertainty
 from .wording import require_columns
 
-__all__ = ["label", "accuracy_and_mass", "pruthi", "with_intervals", "mean_shares", "explanations", "erasure"]
+__all__ = ["label", "accuracy_and_mass", "pruthi", "beside_pruthi", "with_intervals", "mean_shares",
+           "explanations", "erasure"]
 
 #: The chapter's two model families, and the short names its glued names use.
 FAMILIES = (("BiLSTM + tanh", "lstm"), ("transformer", "tf"))
@@ -80,6 +82,50 @@ def pruthi() -> dict[str, Any]:
     lo, hi = published.PRUTHI_TOKENS_REMOVED
     out["ch13_p_deleted"] = f"{lo.value:g}–{hi.value:g}"
     return out
+
+
+#: Pruthi et al.'s model beside each of ours (their Table 3's row names).
+PAPER_MODEL = {"BiLSTM + tanh": "BiLSTM + attention", "transformer": "BERT (mean over heads)"}
+
+
+def beside_pruthi(runs: dict) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Ours over training seeds beside Pruthi et al.'s Table 3, and the glued reading of it.
+
+    ``runs``: ``{(family, λ): [one trained deceiver per seed]}``, each with ``.test["accuracy"]``
+    and ``.mass["test"]`` (:class:`attnlib.deception.DeceiverModel`), families as in
+    :data:`FAMILIES`. The table has a row per model (named by :func:`label`): ours in percent
+    as the mean over seeds with Student's t 95% interval (:func:`attnlib.uncertainty.seed_interval`),
+    theirs as printed ("n/a" where they report none; "< 0.01" where they give a bound).
+    The glued values, per family at λ = 0 and the largest λ:
+    ``ch13_{lstm,tf}_{0,top}_{acc,mass}_seeds`` (the mean with its interval, as text).
+    Raises ValueError for fewer than 2 seeds of a model, or seed counts that differ.
+    """
+    if not isinstance(runs, dict) or not runs:
+        raise ValueError("runs must be a non-empty dict {(family, lambda): [a trained model per seed]}")
+    counts = {len(models) for models in runs.values()}
+    if len(counts) != 1 or min(counts) < 2:
+        raise ValueError(f"every model needs the same number (>= 2) of seeds, got {sorted(counts)}")
+    rows, out = {}, {}
+    top = max(lam for _, lam in runs)
+    short = dict(FAMILIES)
+    for (family, lam), models in runs.items():
+        accuracy = uncertainty.seed_interval([100.0 * m.test["accuracy"] for m in models])
+        mass = uncertainty.seed_interval([100.0 * m.mass["test"] for m in models])
+        mass = replace(mass, low=max(mass.low, 0.0))  # a share: t's symmetric interval cut at 0
+        paper = published.PRUTHI_TABLE3.get((PAPER_MODEL.get(family), lam))
+        rows[label(family, lam)] = {
+            "accuracy (%), ours [95% interval over seeds]": accuracy.format(1),
+            "accuracy (%), Pruthi et al.": "n/a" if paper is None else f"{paper[0].value:g}",
+            "impermissible attention (%), ours [95% interval]": mass.format(3),
+            "impermissible attention (%), Pruthi et al.": "n/a" if paper is None else str(paper[1]),
+        }
+        which = "0" if lam == 0 else "top" if lam == top else None
+        if which and family in short:
+            tag = f"ch13_{short[family]}_{which}"
+            out[f"{tag}_acc_seeds"], out[f"{tag}_mass_seeds"] = accuracy.format(1), mass.format(3)
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    table.index.name = "model"
+    return table, out
 
 
 def accuracy_and_mass(table: pd.DataFrame, summary: pd.Series, *, top: float) -> dict[str, Any]:

@@ -228,12 +228,12 @@ def test_beside_pruthi_is_ours_over_seeds_beside_their_table():
     x = 100 * np.array(acc["transformer", 0.0])  # oracle: the t interval written out
     half = stats.t.ppf(0.975, 2) * x.std(ddof=1) / np.sqrt(3)
     want = f"{x.mean():.1f} [{x.mean() - half:.1f}, {x.mean() + half:.1f}]"
-    assert table.loc["transformer, λ = 0", "accuracy (%), ours [95% interval over seeds]"] == want
+    assert table.loc["transformer, λ = 0", "accuracy %, ours"] == want
     assert out["ch13_tf_0_acc_seeds"] == want
-    assert table.loc["transformer, λ = 1", "impermissible attention (%), Pruthi et al."] == "< 0.001"
-    assert table.loc["BiLSTM + tanh, λ = 1", "accuracy (%), Pruthi et al."] == (
+    assert table.loc["transformer, λ = 1", "mass %, theirs"] == "< 0.001"
+    assert table.loc["BiLSTM + tanh, λ = 1", "accuracy %, theirs"] == (
         f"{published.PRUTHI_TABLE3['BiLSTM + attention', 1.0][0].value:g}")
-    low = float(table.loc["transformer, λ = 1", "impermissible attention (%), ours [95% interval]"]
+    low = float(table.loc["transformer, λ = 1", "mass %, ours"]
                 .split("[")[1].split(",")[0])
     assert low >= 0  # a share's interval is cut at 0
     with pytest.raises(ValueError, match=">= 2"):

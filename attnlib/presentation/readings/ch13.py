@@ -93,8 +93,9 @@ def beside_pruthi(runs: dict) -> tuple[pd.DataFrame, dict[str, Any]]:
 
     ``runs``: ``{(family, λ): [one trained deceiver per seed]}``, each with ``.test["accuracy"]``
     and ``.mass["test"]`` (:class:`attnlib.deception.DeceiverModel`), families as in
-    :data:`FAMILIES`. The table has a row per model (named by :func:`label`): ours in percent
-    as the mean over seeds with Student's t 95% interval (:func:`attnlib.uncertainty.seed_interval`),
+    :data:`FAMILIES`. The table has a row per model (named by :func:`label`) and, for the test
+    accuracy and the attention mass on the impermissible tokens, ours in percent as the mean
+    over seeds with Student's t 95% interval (:func:`attnlib.uncertainty.seed_interval`) and
     theirs as printed ("n/a" where they report none; "< 0.01" where they give a bound).
     The glued values, per family at λ = 0 and the largest λ:
     ``ch13_{lstm,tf}_{0,top}_{acc,mass}_seeds`` (the mean with its interval, as text).
@@ -113,11 +114,11 @@ def beside_pruthi(runs: dict) -> tuple[pd.DataFrame, dict[str, Any]]:
         mass = uncertainty.seed_interval([100.0 * m.mass["test"] for m in models])
         mass = replace(mass, low=max(mass.low, 0.0))  # a share: t's symmetric interval cut at 0
         paper = published.PRUTHI_TABLE3.get((PAPER_MODEL.get(family), lam))
-        rows[label(family, lam)] = {
-            "accuracy (%), ours [95% interval over seeds]": accuracy.format(1),
-            "accuracy (%), Pruthi et al.": "n/a" if paper is None else f"{paper[0].value:g}",
-            "impermissible attention (%), ours [95% interval]": mass.format(3),
-            "impermissible attention (%), Pruthi et al.": "n/a" if paper is None else str(paper[1]),
+        rows[label(family, lam)] = {  # short headers: the table must fit a phone
+            "accuracy %, ours": accuracy.format(1),
+            "accuracy %, theirs": "n/a" if paper is None else f"{paper[0].value:g}",
+            "mass %, ours": mass.format(3),
+            "mass %, theirs": "n/a" if paper is None else str(paper[1]),
         }
         which = "0" if lam == 0 else "top" if lam == top else None
         if which and family in short:

@@ -232,7 +232,9 @@ def test_beside_pruthi_is_ours_over_seeds_beside_their_table():
     assert out["ch13_tf_0_acc_seeds"] == want
     assert table.loc["transformer, λ = 1", "mass %, theirs"] == "< 0.001"
     assert table.loc["BiLSTM + tanh, λ = 1", "accuracy %, theirs"] == (
-        f"{published.PRUTHI_TABLE3['BiLSTM + attention', 1.0][0].value:g}")
+        f"{published.PRUTHI_TABLE3['BiLSTM + attention', 1.0][0].value:.1f}")  # 61.0, as printed
+    assert table.loc["transformer, λ = 0", "mass %, ours"] == "50.0 [50.0, 50.0]"  # large: 1 decimal
+    assert table.loc["transformer, λ = 0", "mass %, theirs"] == "59.0"
     low = float(table.loc["transformer, λ = 1", "mass %, ours"]
                 .split("[")[1].split(",")[0])
     assert low >= 0  # a share's interval is cut at 0

@@ -84,6 +84,14 @@ def pruthi() -> dict[str, Any]:
     return out
 
 
+def _as_printed(number) -> str:
+    """A percentage of Pruthi et al.'s table as printed: one decimal, or the small ones and
+    the bounds ("< 0.01") as given."""
+    v = number.value
+    text = f"{v:.1f}" if v >= 1 else f"{v:g}"
+    return ("< " if number.upper_bound else "") + text
+
+
 #: Pruthi et al.'s model beside each of ours (their Table 3's row names).
 PAPER_MODEL = {"BiLSTM + tanh": "BiLSTM + attention", "transformer": "BERT (mean over heads)"}
 
@@ -116,9 +124,9 @@ def beside_pruthi(runs: dict) -> tuple[pd.DataFrame, dict[str, Any]]:
         paper = published.PRUTHI_TABLE3.get((PAPER_MODEL.get(family), lam))
         rows[label(family, lam)] = {  # short headers: the table must fit a phone
             "accuracy %, ours": accuracy.format(1),
-            "accuracy %, theirs": "n/a" if paper is None else f"{paper[0].value:g}",
-            "mass %, ours": mass.format(3),
-            "mass %, theirs": "n/a" if paper is None else str(paper[1]),
+            "accuracy %, theirs": "n/a" if paper is None else _as_printed(paper[0]),
+            "mass %, ours": mass.format(1 if mass.estimate >= 1 else 3),
+            "mass %, theirs": "n/a" if paper is None else _as_printed(paper[1]),
         }
         which = "0" if lam == 0 else "top" if lam == top else None
         if which and family in short:

@@ -103,38 +103,60 @@ def beside_pruthi(runs: dict) -> tuple[pd.DataFrame, dict[str, Any]]:
     and ``.mass["test"]`` (:class:`attnlib.deception.DeceiverModel`), families as in
     :data:`FAMILIES`. The table has a row per model (named by :func:`label`) and, for the test
     accuracy and the attention mass on the impermissible tokens, ours in percent as the mean
-    over seeds with Student's t 95% interval (:func:`attnlib.uncertainty.seed_interval`) and
-    theirs as printed ("n/a" where they report none; "< 0.01" where they give a bound).
-    The glued values, per family at λ = 0 and the largest λ:
-    ``ch13_{lstm,tf}_{0,top}_{acc,mass}_seeds`` (the mean with its interval, as text).
-    Raises ValueError for fewer than 2 seeds of a model, or seed counts that differ.
+    over seeds with Student's t 95% interval (:func:`attnlib.uncertainty.seed_interval`; a
+    model of one seed shows its value and "(1 seed)") and theirs as printed ("n/a" where they
+    report none; "< 0.01" where they give a bound).
+    The glued values, per family (``lstm``, ``tf``): ``ch13_{f}_seeds`` (its seeds per model;
+    ``_seeds_text``: "one seed", "3 seeds"), ``ch13_lstm_seeds_sentence`` (why the BiLSTM has
+    fewer, where it has) and, at λ = 0 and the largest λ, ``ch13_{f}_{0,top}_{acc,mass}_seeds`` (as in the table).
+    Raises ValueError for a model without seeds, or a family whose models differ in seeds.
     """
     if not isinstance(runs, dict) or not runs:
         raise ValueError("runs must be a non-empty dict {(family, lambda): [a trained model per seed]}")
-    counts = {len(models) for models in runs.values()}
-    if len(counts) != 1 or min(counts) < 2:
-        raise ValueError(f"every model needs the same number (>= 2) of seeds, got {sorted(counts)}")
+    short = dict(FAMILIES)
     rows, out = {}, {}
     top = max(lam for _, lam in runs)
-    short = dict(FAMILIES)
     for (family, lam), models in runs.items():
-        accuracy = uncertainty.seed_interval([100.0 * m.test["accuracy"] for m in models])
-        mass = uncertainty.seed_interval([100.0 * m.mass["test"] for m in models])
-        mass = replace(mass, low=max(mass.low, 0.0))  # a share: t's symmetric interval cut at 0
+        if not models:
+            raise ValueError(f"{label(family, lam)} has no trained seed")
+        tag = short.get(family, family)
+        if out.setdefault(f"ch13_{tag}_seeds", len(models)) != len(models):
+            raise ValueError(f"the {family} models differ in their number of seeds")
+        out[f"ch13_{tag}_seeds_text"] = "one seed" if len(models) == 1 else f"{len(models)} seeds"
+        accuracy = _over_seeds([100.0 * m.test["accuracy"] for m in models])
+        mass = _over_seeds([100.0 * m.mass["test"] for m in models], share=True)
         paper = published.PRUTHI_TABLE3.get((PAPER_MODEL.get(family), lam))
         rows[label(family, lam)] = {  # short headers: the table must fit a phone
-            "accuracy %, ours": accuracy.format(1),
+            "accuracy %, ours": accuracy,
             "accuracy %, theirs": "n/a" if paper is None else _as_printed(paper[0]),
-            "mass %, ours": mass.format(1 if mass.estimate >= 1 else 3),
+            "mass %, ours": mass,
             "mass %, theirs": "n/a" if paper is None else _as_printed(paper[1]),
         }
         which = "0" if lam == 0 else "top" if lam == top else None
-        if which and family in short:
-            tag = f"ch13_{short[family]}_{which}"
-            out[f"{tag}_acc_seeds"], out[f"{tag}_mass_seeds"] = accuracy.format(1), mass.format(3)
+        if which:
+            out[f"ch13_{tag}_{which}_acc_seeds"], out[f"ch13_{tag}_{which}_mass_seeds"] = accuracy, mass
+    if "ch13_lstm_seeds" in out and "ch13_tf_seeds" in out:
+        fewer = out["ch13_lstm_seeds"] < out["ch13_tf_seeds"]
+        out["ch13_lstm_seeds_sentence"] = (
+            f"The BiLSTM's rows come from {out['ch13_lstm_seeds_text']}: a BiLSTM deceiver costs more "
+            "to train than this transformer, and more seeds would take the chapter past its time budget."
+            if fewer else f"The BiLSTM's rows come from {out['ch13_lstm_seeds_text']} too."
+        )
     table = pd.DataFrame.from_dict(rows, orient="index")
     table.index.name = "model"
     return table, out
+
+
+def _over_seeds(values: list, *, share: bool = False) -> str:
+    """The mean over seeds with its t interval as text (a share's cut at 0; large ones at 1
+    decimal, small at 3), or one seed's value and "(1 seed)"."""
+    if len(values) == 1:
+        v = values[0]
+        return f"{v:.{1 if v >= 1 or not share else 3}f} (1 seed)"
+    interval = uncertainty.seed_interval(values)
+    if share:
+        interval = replace(interval, low=max(interval.low, 0.0))  # t's symmetric interval cut at 0
+    return interval.format(1 if interval.estimate >= 1 or not share else 3)
 
 
 def accuracy_and_mass(table: pd.DataFrame, summary: pd.Series, *, top: float) -> dict[str, Any]:

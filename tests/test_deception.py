@@ -375,6 +375,17 @@ def test_transformer_deceiver(small):
     assert default.train_config == TrainConfig(**{**asdict(TRANSFORMER_TRAIN), "epochs": 1})
 
 
+def test_the_restricted_first_segment_is_exactly_the_impermissible_tokens(small):
+    """No unmarked token shares the impermissible tokens' segment, so none can carry them past
+    the penalty (the separator opens the second segment, as Pruthi et al.'s [SEP] does)."""
+    model = restricted_config(TransformerConfig(layers=1, heads=2, head_dim=8), small).build(len(small.vocab))
+    batch = small.test.batch(np.arange(32))
+    visible = model.visibility(batch.tokens, batch.tokens != 0)[:, 0]  # (B, T, T)
+    marked = batch.rationale
+    seen = marked[:, None, :].expand_as(visible)  # each impermissible word sees exactly the others
+    assert marked.any() and torch.equal(visible[marked], seen[marked])
+
+
 def test_train_deceiver_errors(small):
     plain = load_dataset("rt-polarity", max_train=60, max_eval=20)
     with pytest.raises(ValueError, match="no rationales"):

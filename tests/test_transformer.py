@@ -254,7 +254,7 @@ def test_visibility_is_pruthis_inter_attention_mask():
     B, T = tokens.shape
     for b in range(B):
         seps = [j for j in range(T) if tokens[b, j] == SEP]
-        segment = [int(bool(seps) and j > seps[0]) for j in range(T)]
+        segment = [int(bool(seps) and j >= seps[0]) for j in range(T)]  # the separator opens segment 2
         for i in range(T):
             for j in range(T):
                 if i == 0:
@@ -267,8 +267,8 @@ def test_visibility_is_pruthis_inter_attention_mask():
 
 
 def test_restricted_attention_keeps_the_segments_apart_in_every_layer():
-    """A word of the first segment reaches the second only never: the second segment's states do not move;
-    [CLS]'s do, since it attends to both."""
+    """A word of the first segment never reaches the second: the second segment's states (the
+    separator's included) do not move; [CLS]'s do, since it attends to both."""
     model, rng = _model(config=RESTRICTED), np.random.default_rng(1)
     batch = _two_segments(rng)
     edited = batch.tokens.clone()
@@ -277,8 +277,7 @@ def test_restricted_attention_keeps_the_segments_apart_in_every_layer():
     for row in range(1, len(edited)):
         sep = int((edited[row] == SEP).nonzero()[0, 0])
         n = int(batch.lengths[row])
-        torch.testing.assert_close(a.hidden_states[row, :, sep + 1 : n], b.hidden_states[row, :, sep + 1 : n],
-                                   atol=0, rtol=0)
+        torch.testing.assert_close(a.hidden_states[row, :, sep:n], b.hidden_states[row, :, sep:n], atol=0, rtol=0)
         assert not torch.equal(a.hidden_states[row, 1:, 0], b.hidden_states[row, 1:, 0])
     rows = a.attentions.sum(-1)  # still distributions over the real keys
     torch.testing.assert_close(rows, a.key_mask[:, None, None, :].float().expand_as(rows))

@@ -11,10 +11,12 @@ the careful warm-up post-LN BERT needs, and a head still adds ``A (X W^V + b^V) 
 the residual stream, which is all Brunner et al.'s identifiability argument uses.
 Every position attends to every real position ([CLS] and [SEP] included), never to padding.
 With ``TransformerConfig(segment_separator=id)``, Pruthi et al.'s restricted attention: the
-tokens up to the first separator and those after it attend only within their own segment, in
-every layer; [CLS] attends to every real position and no other position attends to [CLS]
+tokens before the first separator and those from it on attend only within their own segment,
+in every layer; [CLS] attends to every real position and no other position attends to [CLS]
 (their ``create_inter_attention_mask``). Information then crosses between the segments only
-through [CLS]'s attention (:meth:`TransformerClassifier.visibility`).
+through [CLS]'s attention (:meth:`TransformerClassifier.visibility`). The separator opens the
+second segment, as their [SEP] closes the first with a type id of the other: the first segment
+is then exactly the tokens before it, so no unmarked token of it can carry them.
 
 The model meets the intervention protocol (:mod:`attnlib.models.protocol`) with one site per
 (layer, head), and shares its trace and edits with the pretrained family
@@ -274,14 +276,14 @@ class TransformerClassifier(BookTokens, nn.Module):
 
         Without a ``segment_separator``: the real keys, the same for every query, (B, 1, 1, T).
         With one (Pruthi et al.'s restricted attention), (B, 1, T, T): a position attends only
-        to the real positions of its own segment (up to and including the first separator,
-        or after it), never to [CLS]; [CLS] attends to every real position, itself included.
-        A row without a separator is one segment.
+        to the real positions of its own segment (before the first separator, or from it on),
+        never to [CLS]; [CLS] attends to every real position, itself included. A row without a
+        separator is one segment.
         """
         if self.config.segment_separator is None:
             return key_mask[:, None, None, :]
         separator = tokens == self.config.segment_separator
-        after = (separator.long().cumsum(1) - separator.long()) > 0  # (B, T) past the first separator
+        after = separator.long().cumsum(1) > 0  # (B, T) from the first separator on
         visible = (after[:, :, None] == after[:, None, :]) & key_mask[:, None, :]
         visible[:, :, 0] = False
         visible[:, 0, :] = key_mask

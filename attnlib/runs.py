@@ -213,13 +213,18 @@ class Run:
     def indices(self) -> np.ndarray:
         return self.batch.index.cpu().numpy().copy()
 
-    def instance_fields(self, probs: np.ndarray, keep: np.ndarray | None = None) -> dict:
+    def instance_fields(self, probs: np.ndarray, keep: np.ndarray | None = None, *,
+                        with_specials: bool = False) -> dict:
         """The :class:`InstanceResult` fields of this run, given y-hat (N, C): keyword arguments.
 
         ``keep``: (N,) bool, the instances the result keeps (the others join ``excluded``).
+        ``with_specials``: the result scores every position, <SOS> ([CLS]) and <EOS> ([SEP])
+        too (``positions="all"``), so ``lengths`` counts them: the words + 2.
         """
         probs = np.asarray(probs)
         labels, indices, lengths = self.labels, self.indices.astype(np.int64), self.lengths
+        if with_specials:
+            lengths = np.asarray(lengths) + 2
         excluded = self.excluded.astype(np.int64)
         if keep is not None:
             keep = np.asarray(keep, dtype=bool)

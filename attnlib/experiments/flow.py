@@ -491,9 +491,7 @@ def relevance_by_layer(
             for name, value in zip(RELEVANCE_METHODS, (raw, rolled, flowed)):
                 for row, per_word in zip(rows, _words_only(value.double(), words)):
                     scores[name][row] = per_word
-        fields = run.instance_fields(probs)
-    if positions == "all":  # the positions scored: the words, [CLS] and [SEP]
-        fields["lengths"] = np.asarray(fields["lengths"]) + 2
+        fields = run.instance_fields(probs, with_specials=positions == "all")  # the positions scored
     return RelevanceResult(**fields, scores=scores, residual=residual, positions=positions)
 
 

@@ -505,15 +505,8 @@ def importance(
             "max_instances": max_instances,
             "seed": run.seed,
         },
-        **_scored_lengths(run.instance_fields(probs), positions),
+        **run.instance_fields(probs, with_specials=positions == "all"),
     )
-
-
-def _scored_lengths(fields: dict, positions: str) -> dict:
-    """``run.instance_fields`` with ``lengths`` the positions scored: + <SOS> and <EOS> for "all"."""
-    if positions == "all":
-        fields = {**fields, "lengths": np.asarray(fields["lengths"]) + 2}
-    return fields
 
 
 # ----------------------------------------------------------------------------- agreement

@@ -50,8 +50,9 @@ def test_an_untrained_map_leaves_keys_attention_and_outputs_exactly_as_they_are(
     tr = model.trace(batch)
     h = tr.hidden_states[:, layer]
     with torch.no_grad():
-        own, _ = model.layers[layer].attend(h, tr.key_mask)
-        mapped, _ = model.layers[layer].attend(h, tr.key_mask, key_edit=key_map)
+        visible = model.visibility(tr.tokens, tr.key_mask)
+        own, _ = model.layers[layer].attend(h, visible)
+        mapped, _ = model.layers[layer].attend(h, visible, key_edit=key_map)
     assert torch.equal(own, mapped)
     assert torch.equal(ak.attention_jsd(model, batch, layer=layer, key_map=key_map).cpu(), torch.zeros(len(batch)))
 

@@ -221,8 +221,8 @@ def test_beside_pruthi_is_ours_over_seeds_beside_their_table():
 
     acc = {("transformer", 0.0): (0.80, 0.82, 0.78), ("transformer", 1.0): (0.79, 0.81, 0.80),
            ("BiLSTM + tanh", 0.0): (0.70, 0.72, 0.71), ("BiLSTM + tanh", 1.0): (0.60, 0.50, 0.55)}
-    runs = {key: [_Run(a, 0.001 * (i + 1) if key[1] else 0.5) for i, a in enumerate(values)]
-            for key, values in acc.items()}
+    runs = {(*key, i): _Run(a, 0.001 * (i + 1) if key[1] else 0.5)
+            for key, values in acc.items() for i, a in enumerate(values)}
     table, out = ch13.beside_pruthi(runs)
     assert set(out) == ({f"ch13_{f}_{w}_{k}_seeds" for f in ("tf", "lstm") for w in ("0", "top") for k in ("acc", "mass")}
                         | {"ch13_tf_seeds", "ch13_lstm_seeds", "ch13_tf_seeds_text", "ch13_lstm_seeds_text",
@@ -242,14 +242,16 @@ def test_beside_pruthi_is_ours_over_seeds_beside_their_table():
     low = float(table.loc["transformer, λ = 1", "mass %, ours"]
                 .split("[")[1].split(",")[0])
     assert low >= 0  # a share's interval is cut at 0
-    one = {key: models[:1] if key[0] == "BiLSTM + tanh" else models for key, models in runs.items()}
+    one = {key: run for key, run in runs.items() if key[0] != "BiLSTM + tanh" or key[2] == 0}
     table, out = ch13.beside_pruthi(one)  # a family of one seed: its value, said to be one seed
     assert table.loc["BiLSTM + tanh, λ = 0", "accuracy %, ours"] == "70.0 (1 seed)"
     assert table.loc["BiLSTM + tanh, λ = 1", "mass %, ours"] == "0.100 (1 seed)"  # 0.001 of the attention
     assert out["ch13_lstm_seeds"] == 1 and out["ch13_tf_seeds"] == 3
     assert (out["ch13_lstm_seeds_text"], out["ch13_tf_seeds_text"]) == ("one seed", "3 seeds")
     assert out["ch13_lstm_seeds_sentence"].startswith("The BiLSTM's rows come from one seed: a BiLSTM")
-    with pytest.raises(ValueError, match="no trained seed"):
-        ch13.beside_pruthi({key: [] for key in runs})
+    with pytest.raises(ValueError, match="non-empty dict"):
+        ch13.beside_pruthi({})
+    with pytest.raises(ValueError, match="non-empty dict"):
+        ch13.beside_pruthi({("transformer", 0.0): runs["transformer", 0.0, 0]})
     with pytest.raises(ValueError, match="differ in their number of seeds"):
-        ch13.beside_pruthi({**runs, ("transformer", 0.1): runs["transformer", 0.0][:2]})
+        ch13.beside_pruthi({**runs, ("transformer", 0.1, 0): runs["transformer", 0.0, 0]})

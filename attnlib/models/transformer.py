@@ -151,11 +151,10 @@ class _Layer(nn.Module):
         """Attention probabilities (B, h, T, T) and values (B, h, T, d_v) of the layer input x (B, T, d).
 
         ``visible``: the keys each query may attend to, from
-        :meth:`TransformerClassifier.visibility` ((B, 1, 1, T) or (B, 1, T, T)); a (B, T) key
-        mask means the same keys for every query. ``key_edit``: a function of the keys (B, T,
-        d_model), all heads side by side, that returns new keys of that shape (the poster's
-        adversarial keys). ``first_query_only``: only the first query row, probabilities
-        (B, h, 1, T) (all the last layer needs).
+        :meth:`TransformerClassifier.visibility` ((B, 1, 1, T) or (B, 1, T, T)). ``key_edit``:
+        a function of the keys (B, T, d_model), all heads side by side, that returns new keys
+        of that shape (the poster's adversarial keys). ``first_query_only``: only the first
+        query row, probabilities (B, h, 1, T) (all the last layer needs).
         """
         B, T, d = x.shape
         normed = self.norm1(x)
@@ -174,10 +173,8 @@ class _Layer(nn.Module):
         k = k.reshape(B, T, self.h, self.dv).transpose(1, 2)
         v = v.reshape(B, T, self.h, self.dv).transpose(1, 2)
         scores = torch.matmul(q, k.transpose(-1, -2)) * self.scale
-        if visible.ndim == 2:
-            visible = visible[:, None, None, :]
-        elif first_query_only:
-            visible = visible[:, :, :1]
+        if first_query_only:
+            visible = visible[:, :, :1]  # (B, 1, 1, T) stays as it is
         scores = scores.masked_fill(~visible, float("-inf"))
         return torch.softmax(scores, dim=-1), v
 

@@ -99,7 +99,7 @@ PAPER_MODEL = {"BiLSTM + tanh": "BiLSTM + attention", "transformer": "BERT (mean
 def beside_pruthi(runs: dict) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Ours over training seeds beside Pruthi et al.'s Table 3, and the glued reading of it.
 
-    ``runs``: ``{(family, λ): [one trained deceiver per seed]}``, each with ``.test["accuracy"]``
+    ``runs``: ``{(family, λ, seed): trained deceiver}``, each with ``.test["accuracy"]``
     and ``.mass["test"]`` (:class:`attnlib.deception.DeceiverModel`), families as in
     :data:`FAMILIES`. The table has a row per model (named by :func:`label`) and, for the test
     accuracy and the attention mass on the impermissible tokens, ours in percent as the mean
@@ -109,16 +109,17 @@ def beside_pruthi(runs: dict) -> tuple[pd.DataFrame, dict[str, Any]]:
     The glued values, per family (``lstm``, ``tf``): ``ch13_{f}_seeds`` (its seeds per model;
     ``_seeds_text``: "one seed", "3 seeds"), ``ch13_lstm_seeds_sentence`` (why the BiLSTM has
     fewer, where it has) and, at λ = 0 and the largest λ, ``ch13_{f}_{0,top}_{acc,mass}_seeds`` (as in the table).
-    Raises ValueError for a model without seeds, or a family whose models differ in seeds.
+    Raises ValueError for an empty or misshapen ``runs``, or a family whose models differ in seeds.
     """
-    if not isinstance(runs, dict) or not runs:
-        raise ValueError("runs must be a non-empty dict {(family, lambda): [a trained model per seed]}")
+    if not isinstance(runs, dict) or not runs or any(not isinstance(k, tuple) or len(k) != 3 for k in runs):
+        raise ValueError("runs must be a non-empty dict {(family, lambda, seed): a trained model}")
+    by_model: dict = {}
+    for (family, lam, _), model in runs.items():
+        by_model.setdefault((family, lam), []).append(model)
     short = dict(FAMILIES)
     rows, out = {}, {}
-    top = max(lam for _, lam in runs)
-    for (family, lam), models in runs.items():
-        if not models:
-            raise ValueError(f"{label(family, lam)} has no trained seed")
+    top = max(lam for _, lam in by_model)
+    for (family, lam), models in by_model.items():
         tag = short.get(family, family)
         if out.setdefault(f"ch13_{tag}_seeds", len(models)) != len(models):
             raise ValueError(f"the {family} models differ in their number of seeds")

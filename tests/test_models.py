@@ -189,3 +189,52 @@ def test_candidate_decode_equals_one_decode_per_candidate(n_classes):
     for k in range(5):
         p_k, l_k = m.decode(out.encoded.hidden, cands[:, k])
         assert torch.allclose(probs[:, k], p_k, atol=1e-6) and torch.allclose(logits[:, k], l_k, atol=1e-5)
+
+
+# ----------------------------------------------------------------------------- packed BiLSTM
+def _packed_run(lstm, lengths, T, dtype, run, mkldnn):
+    from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+    lstm.zero_grad()
+    gen = torch.Generator().manual_seed(int(lengths.sum()))
+    emb = torch.randn(len(lengths), T, lstm.input_size, dtype=dtype, generator=gen).requires_grad_()
+    head = torch.randn(2 * lstm.hidden_size, dtype=dtype, generator=gen)
+    with torch.backends.mkldnn.flags(enabled=mkldnn):
+        packed = pack_padded_sequence(emb, lengths, batch_first=True, enforce_sorted=False)
+        hidden, _ = pad_packed_sequence(run(packed), batch_first=True, total_length=T)
+        (hidden.tanh() @ head).sum().backward()
+    return [hidden.detach(), emb.grad] + [p.grad.clone() for p in lstm.parameters()]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("mkldnn", [False, True])
+@pytest.mark.parametrize("lengths", [[7, 7, 7], [9, 3, 5, 1, 9, 2], [1], [12, 4, 4, 11, 1, 6, 8, 12]])
+def test_packed_bilstm_gives_nn_lstms_bits_forward_and_backward(dtype, mkldnn, lengths):
+    """The O(T)-backward BiLSTM is nn.LSTM to the bit: outputs, input and all parameter gradients."""
+    from attnlib.models.packed_lstm import applies, packed_bilstm
+
+    torch.manual_seed(len(lengths))
+    lstm = torch.nn.LSTM(5, 6, batch_first=True, bidirectional=True).to(dtype)
+    lengths = torch.tensor(lengths)
+    T = int(lengths.max()) + 1
+    ours = _packed_run(lstm, lengths, T, dtype, lambda p: packed_bilstm(lstm, p), mkldnn)
+    theirs = _packed_run(lstm, lengths, T, dtype, lambda p: lstm(p)[0], mkldnn)
+    assert all(torch.equal(a, b) for a, b in zip(ours, theirs))  # with oneDNN on, nn.LSTM runs itself
+    with torch.no_grad():  # no gradients: nn.LSTM runs as it is
+        from torch.nn.utils.rnn import pack_padded_sequence
+        packed = pack_padded_sequence(torch.zeros(len(lengths), T, 5, dtype=dtype), lengths, batch_first=True,
+                                      enforce_sorted=False)
+        assert not applies(lstm, packed)
+
+
+def test_packed_bilstm_leaves_other_lstms_to_nn_lstm():
+    from torch.nn.utils.rnn import pack_padded_sequence
+
+    from attnlib.models.packed_lstm import applies, packed_bilstm
+
+    packed = pack_padded_sequence(torch.randn(2, 4, 3), torch.tensor([4, 2]), batch_first=True)
+    for lstm in (torch.nn.LSTM(3, 2, bidirectional=True, num_layers=2), torch.nn.LSTM(3, 2),
+                 torch.nn.LSTM(3, 2, bidirectional=True, bias=False)):
+        assert not applies(lstm, packed)
+        assert torch.equal(packed_bilstm(lstm, packed).data, lstm(packed)[0].data)
+    assert applies(torch.nn.LSTM(3, 2, bidirectional=True), packed)

@@ -33,6 +33,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from .._checks import check_distribution, check_positive_int
 from ..data import EOS, PAD, SOS, UNK, Batch
 from .interventions import uniform_rows as uniform_attention
+from .packed_lstm import packed_bilstm
 from .protocol import ONLY_SITE, Site, SiteState, TokenOutput, class_probabilities, eval_mode
 
 __all__ = [
@@ -351,7 +352,7 @@ class AttentionClassifier(BookTokens, nn.Module):
             # (importance, explanations, faithfulness) take ATen's LSTM on a GPU instead
             no_cudnn = emb.is_cuda and not self.training and torch.is_grad_enabled()
             with torch.backends.cudnn.flags(enabled=False) if no_cudnn else contextlib.nullcontext():
-                out, _ = self.lstm(packed)
+                out = packed_bilstm(self.lstm, packed)  # nn.LSTM's bits; on a CPU with gradients, faster
             hidden, _ = pad_packed_sequence(out, batch_first=True, total_length=tokens.shape[1])
         elif self.config.encoder == "cnn":
             x_ = (emb * (tokens != PAD).unsqueeze(-1)).transpose(1, 2)  # (B, E, T)

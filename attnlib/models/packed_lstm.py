@@ -1,0 +1,96 @@
+"""J&W's BiLSTM over a packed batch, with a backward pass that costs O(T), not O(T^2).
+
+On a CPU, ``nn.LSTM`` over a :class:`~torch.nn.utils.rnn.PackedSequence` runs ATen's
+composite LSTM (``PackedLayer`` and ``ReversedPackedLayer`` in ATen's ``RNN.cpp``): it
+projects every input at once (``W_ih x + b_ih``), then takes step t's rows with ``narrow``.
+Autograd answers each of those T ``narrow`` calls with a zero tensor of the whole projection
+(N x 4H, N the batch's tokens) holding that step's rows, and adds the T of them up: two
+passes over N x 4H floats per step. For the book's BiLSTM on rt-polarity that was about a
+fifth of a training step (measured with ``torch.autograd.profiler``: ``fill_`` and ``add_``
+of (N, 512) tensors).
+
+:func:`packed_bilstm` runs the same ops in the same order, from Python, except that it takes
+the steps' rows with one ``split``, whose backward is one ``cat``. Each gradient element is
+then the one step's value instead of that value plus zeros, which is the same float: the
+outputs and every gradient are the bits ``nn.LSTM`` gives (``tests/test_models.py`` checks
+outputs, input gradients and all eight parameter gradients with ``torch.equal``, forward and
+reverse, in float32 and float64). So a model trained this way is the model ``nn.LSTM`` trains.
+
+It is used only where it is faster and exact: on a CPU with oneDNN off (attnlib's kernel
+pins, :mod:`attnlib.cpu`), with gradients recorded, for a one-layer bidirectional LSTM with
+biases (the book's). Elsewhere ``nn.LSTM`` runs as it is: without gradients ATen's C++ loop is
+faster; on CUDA cuDNN runs; with oneDNN on (``ATTNLIB_CPU_PINS=0``) some float32 products went
+through oneDNN's GEMM inside ``nn.LSTM`` and differed in the last bits from ours.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.nn.utils.rnn import PackedSequence
+
+__all__ = ["packed_bilstm", "applies"]
+
+
+def applies(lstm: nn.LSTM, packed: PackedSequence) -> bool:
+    """Whether :func:`packed_bilstm` replaces ``lstm(packed)`` here (CPU, gradients, the book's shape)."""
+    return (
+        isinstance(lstm, nn.LSTM)
+        and isinstance(packed, PackedSequence)
+        and packed.data.device.type == "cpu"
+        and torch.is_grad_enabled()
+        and not torch.backends.mkldnn.enabled  # attnlib's CPU pins turn oneDNN off; with it on, its GEMMs differ
+        and (packed.data.requires_grad or any(p.requires_grad for p in lstm.parameters()))
+        and lstm.num_layers == 1
+        and lstm.bidirectional
+        and lstm.bias
+        and getattr(lstm, "proj_size", 0) == 0
+    )
+
+
+def _cell(step_input, h, c, w_hh, b_hh):
+    """ATen's ``LSTMCell`` with a precomputed input projection, op for op."""
+    gates = F.linear(h, w_hh, b_hh).add_(step_input)
+    ingate, forgetgate, cellgate, outgate = gates.unsafe_chunk(4, 1)
+    ingate, forgetgate = ingate.sigmoid_(), forgetgate.sigmoid_()
+    cellgate, outgate = cellgate.tanh_(), outgate.sigmoid_()
+    cy = (forgetgate * c).add_(ingate * cellgate)
+    return outgate * cy.tanh(), cy
+
+
+def _direction(data, sizes, w_ih, w_hh, b_ih, b_hh, reverse: bool) -> torch.Tensor:
+    """One direction over the packed rows (ATen's ``PackedLayer`` / ``ReversedPackedLayer``)."""
+    steps = F.linear(data, w_ih, b_ih).split(sizes)
+    zeros = data.new_zeros(sizes[0], w_hh.shape[1])
+    outputs = []
+    if not reverse:
+        h = c = zeros
+        for size, step in zip(sizes, steps):
+            if size < h.shape[0]:  # the shorter rows have ended
+                h, c = h.narrow(0, 0, size), c.narrow(0, 0, size)
+            h, c = _cell(step, h, c, w_hh, b_hh)
+            outputs.append(h)
+    else:
+        h = c = zeros.narrow(0, 0, sizes[-1])
+        for i in range(len(sizes) - 1, -1, -1):
+            last, size = h.shape[0], sizes[i]
+            if size > last:  # rows that start here join with zero states
+                h = torch.cat([h, zeros.narrow(0, last, size - last)])
+                c = torch.cat([c, zeros.narrow(0, last, size - last)])
+            h, c = _cell(steps[i], h, c, w_hh, b_hh)
+            outputs.append(h)
+        outputs.reverse()
+    return torch.cat(outputs, 0)
+
+
+def packed_bilstm(lstm: nn.LSTM, packed: PackedSequence) -> PackedSequence:
+    """``lstm(packed)[0]``, the same bits, with an O(T) backward where :func:`applies`; else ``lstm(packed)[0]``."""
+    if not applies(lstm, packed):
+        return lstm(packed)[0]
+    sizes = packed.batch_sizes.tolist()
+    directions = [
+        _direction(packed.data, sizes, *(getattr(lstm, f"{name}_l0{suffix}") for name in
+                                          ("weight_ih", "weight_hh", "bias_ih", "bias_hh")), reverse=bool(suffix))
+        for suffix in ("", "_reverse")
+    ]
+    return PackedSequence(torch.cat(directions, -1), packed.batch_sizes, packed.sorted_indices, packed.unsorted_indices)

@@ -255,3 +255,14 @@ def test_beside_pruthi_is_ours_over_seeds_beside_their_table():
         ch13.beside_pruthi({("transformer", 0.0): runs["transformer", 0.0, 0]})
     with pytest.raises(ValueError, match="differ in their number of seeds"):
         ch13.beside_pruthi({**runs, ("transformer", 0.1, 0): runs["transformer", 0.0, 0]})
+
+
+def test_pruthi_table_shows_every_row_as_printed():
+    from attnlib import published
+
+    table = ch13.pruthi_table()
+    assert len(table) == len(published.PRUTHI_TABLE3)
+    assert table.loc["BERT (mean over heads), λ = 0.1", "impermissible attention (%)"] == "< 0.01"
+    assert table.loc["BERT (mean over heads), λ = 1", "impermissible attention (%)"] == "< 0.001"
+    assert table.loc["BiLSTM + attention, λ = 1"].tolist() == ["61.0", "0.07"]
+    assert not any(cell.startswith("<") for cell in table["accuracy (%)"])

@@ -15,7 +15,7 @@ import pandas as pd
 from ... import published, uncertainty
 from .wording import require_columns
 
-__all__ = ["label", "accuracy_and_mass", "pruthi", "beside_pruthi", "with_intervals", "mean_shares",
+__all__ = ["label", "accuracy_and_mass", "pruthi", "pruthi_table", "beside_pruthi", "with_intervals", "mean_shares",
            "explanations", "erasure"]
 
 #: The chapter's two model families, and the short names its glued names use.
@@ -82,6 +82,16 @@ def pruthi() -> dict[str, Any]:
     lo, hi = published.PRUTHI_TOKENS_REMOVED
     out["ch13_p_deleted"] = f"{lo.value:g}–{hi.value:g}"
     return out
+
+
+def pruthi_table() -> pd.DataFrame:
+    """Pruthi et al.'s Table 3 (every model and λ of :data:`attnlib.published.PRUTHI_TABLE3`),
+    as printed: percentages, the bounds as "< 0.01"."""
+    rows = {f"{model}, λ = {lam:g}": {"accuracy (%)": _as_printed(acc), "impermissible attention (%)": _as_printed(mass)}
+            for (model, lam), (acc, mass) in published.PRUTHI_TABLE3.items()}
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    table.index.name = "model"
+    return table
 
 
 def _as_printed(number) -> str:

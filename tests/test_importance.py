@@ -165,6 +165,19 @@ def test_loo_batched_equals_one_forward_per_deletion(synthetic, encoder):
     torch.testing.assert_close(leave_one_out(model, batch, max_tokens=50), ref, atol=1e-5, rtol=0)
 
 
+@pytest.mark.parametrize("encoder", ("lstm", "cnn"))
+def test_loo_fast_path_on_long_sentences_equals_one_forward_per_deletion(encoder):
+    """The state-reusing paths (BiLSTM, CNN) on sentences far longer than the CNN's window (r = 3)."""
+    model = untrained(60, encoder)
+    assert model.deletion_tvd is not None
+    rng = np.random.default_rng(1)
+    words = [rng.integers(4, 60, size=n) for n in (2, 3, 7, 13, 29, 40)]
+    batch = collate([np.concatenate([[SOS], w, [EOS]]) for w in words], np.zeros(len(words)))
+    ref = loo_loop(model, batch)
+    for max_tokens in (10**6, 300):
+        torch.testing.assert_close(leave_one_out(model, batch, max_tokens=max_tokens), ref, atol=1e-5, rtol=0)
+
+
 def test_loo_with_three_classes_is_the_tvd_of_the_distribution(synthetic):
     model = untrained(len(synthetic.vocab), "lstm", "dot", n_classes=3)
     batch = mixed_batch(synthetic.test, 3)

@@ -309,12 +309,12 @@ class AttentionClassifier(BookTokens, nn.Module):
 
     @property
     def deletion_tvd(self):
-        """For the BiLSTM, every single-word deletion from the states of x (:func:`.fast_paths.deletion_tvd`); else None."""
-        if self.config.encoder != "lstm":
-            return None
-        from .fast_paths import deletion_tvd
+        """For the BiLSTM and the CNN, every single-word deletion from the states of x
+        (:func:`.fast_paths.deletion_tvd`, :func:`.fast_paths.cnn_deletion_tvd`); else None."""
+        from .fast_paths import cnn_deletion_tvd, deletion_tvd
 
-        return functools.partial(deletion_tvd, self)
+        fast = {"lstm": deletion_tvd, "cnn": cnn_deletion_tvd}.get(self.config.encoder)
+        return None if fast is None else functools.partial(fast, self)
 
     def probs_hiding(self, ids: torch.Tensor, hide: torch.Tensor) -> torch.Tensor:
         """Output distributions with the positions ``hide`` made padding-like in place ("replace by PAD")."""
@@ -355,11 +355,19 @@ class AttentionClassifier(BookTokens, nn.Module):
                 out = packed_bilstm(self.lstm, packed)  # nn.LSTM's bits; on a CPU with gradients, faster
             hidden, _ = pad_packed_sequence(out, batch_first=True, total_length=tokens.shape[1])
         elif self.config.encoder == "cnn":
-            x_ = (emb * (tokens != PAD).unsqueeze(-1)).transpose(1, 2)  # (B, E, T)
-            hidden = torch.cat([torch.relu(conv(x_)) for conv in self.convs], dim=1).transpose(1, 2)
+            hidden = self.convolve(emb, tokens)
         else:
             hidden = torch.tanh(self.projection(emb))
         return Encoded(hidden=hidden, mask=mask, embedded=emb, lengths=lengths)
+
+    def convolve(self, embedded: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+        """The CNN encoder: hidden states (B, T, H) of ``embedded`` (B, T, E), padding as zero vectors.
+
+        Position p reads positions p - r .. p + r (r = 3, the widest kernel's half-width), and
+        zeros past either end, as padding does.
+        """
+        x_ = (embedded * (tokens != PAD).unsqueeze(-1)).transpose(1, 2)  # (B, E, T)
+        return torch.cat([torch.relu(conv(x_)) for conv in self.convs], dim=1).transpose(1, 2)
 
     def attend(self, encoded: Encoded) -> torch.Tensor:
         """The model's own attention alpha (B, T): masked softmax of its scores (or uniform)."""

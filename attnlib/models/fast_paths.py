@@ -7,6 +7,8 @@ shortened or replaced rows) elsewhere, with the same numbers up to float roundin
 * :func:`unpadded_probs` -- rows of one length (no padding) through the BiLSTM unpacked;
 * :func:`deletion_tvd` -- every single-word deletion of a BiLSTM's inputs at once, from the
   states of x (see the comment above :func:`_lstm_direction`);
+* :func:`cnn_deletion_tvd` -- the same for the CNN: a deletion changes only the 2r positions
+  whose windows cross it;
 * :func:`probs_hiding` -- positions made padding-like in place ("replace by PAD").
 """
 from __future__ import annotations
@@ -17,7 +19,7 @@ from ..data import PAD, UNK
 from ..metrics import tvd
 from .classifier import Encoded, real_token_mask
 
-__all__ = ["unpadded_probs", "deletion_tvd", "probs_hiding"]
+__all__ = ["unpadded_probs", "deletion_tvd", "cnn_deletion_tvd", "probs_hiding"]
 
 #: At most this many rows (perturbed sequences) per forward pass of :func:`deletion_tvd`.
 _MAX_ROWS = 4096
@@ -152,6 +154,23 @@ def _bilstm_deletion_hidden(model, gates, states, n: int) -> torch.Tensor:
     return hidden
 
 
+def _deletion_chunks(lengths: torch.Tensor, max_tokens: int):
+    """Chunks of sentences, longest first, each padded to its longest (n tokens), within
+    ``max_tokens`` and :data:`_MAX_ROWS`: yields ``(n, rows, b, t, cols)``, where the chunk's
+    deletion rows are (t - 1, sentence): sentence ``b``, deleted position ``t`` (1 .. n - 2),
+    and ``cols`` (1, n - 1) the positions of x_{-t}."""
+    device = lengths.device
+    order = torch.argsort(lengths, descending=True, stable=True).tolist()
+    start = 0
+    while start < len(order):
+        n = int(lengths[order[start]])
+        m = max(1, min(_MAX_ROWS // (n - 2), max_tokens // ((n - 2) * (n - 1))))
+        rows = torch.as_tensor(order[start : start + m], device=device)
+        start += len(rows)
+        t = torch.arange(1, n - 1, device=device).repeat_interleave(len(rows))
+        yield n, rows, rows.repeat(n - 2), t, torch.arange(n - 1, device=device).unsqueeze(0)
+
+
 def deletion_tvd(model, tokens, base_probs, max_tokens: int) -> torch.Tensor:
     """Deletion leave-one-out (B, T) for a BiLSTM model, from the states of x (see above).
 
@@ -169,21 +188,63 @@ def deletion_tvd(model, tokens, base_probs, max_tokens: int) -> torch.Tensor:
         encoded = Encoded(hidden=torch.cat([h_f, h_b], -1) * (tokens != PAD).unsqueeze(-1),
                           mask=real_token_mask(tokens), embedded=None, lengths=lengths)
         base_probs, _ = model.decode(encoded.hidden, model.attend(encoded))
-    order = torch.argsort(lengths, descending=True, stable=True).tolist()
     scores = torch.zeros(B, T, dtype=base_probs.dtype, device=device)
-    start = 0
-    while start < B:  # chunks of sentences, each padded to its longest
-        n = int(lengths[order[start]])
-        m = max(1, min(_MAX_ROWS // (n - 2), max_tokens // ((n - 2) * (n - 1))))
-        rows = torch.as_tensor(order[start : start + m], device=device)
-        m, start = len(rows), start + m
+    for n, rows, b, t, cols in _deletion_chunks(lengths, max_tokens):
         hidden = _bilstm_deletion_hidden(model, [g[rows, :n] for g in gates], [s[rows, :n] for s in states], n)
-        hidden = hidden.view((n - 2) * m, n - 1, -1)  # rows (t - 1, sentence), (R, n - 1, 2H)
-        b = rows.repeat(n - 2)
-        t = torch.arange(1, n - 1, device=device).repeat_interleave(m)
-        cols = torch.arange(n - 1, device=device).unsqueeze(0)
+        hidden = hidden.view((n - 2) * len(rows), n - 1, -1)  # rows (t - 1, sentence), (R, n - 1, 2H)
         deleted = tokens[b.unsqueeze(1), (cols + (cols >= t.unsqueeze(1)).long()).clamp_max(T - 1)]  # x_{-t}
         mask = real_token_mask(deleted) & (cols < (lengths[b] - 1).unsqueeze(1))
+        mask[:, 1] |= ~mask.any(-1)  # t past the end: any distribution will do, it is not read
+        probs, _ = model.decode(hidden, model.attend(Encoded(hidden=hidden, mask=mask, embedded=None, lengths=None)))
+        keep = t <= lengths[b] - 2
+        scores[b[keep], t[keep]] = tvd(base_probs[b[keep]], probs[keep], check=False)
+    return scores * real_token_mask(tokens)
+
+
+# ----------------------------------------------------------------------------- CNN deletion
+# The CNN's position p reads x_{p-r} .. x_{p+r} (r: the widest kernel's half-width, 3). In
+# x_{-t}, position j holds x_j for j < t and x_{j+1} after, so its state is x's state at j for
+# j < t - r and x's state at j + 1 for j >= t + r: only the 2r positions t - r .. t + r - 1
+# change. They are recomputed from a slab of x_{-t}'s tokens t - 2r .. t + 2r - 1 (zeros past
+# either end, as padding gives), which holds every input they read. Per deletion that is 4r
+# positions through the convolutions instead of n - 1: for a 200-token IMDB review, 12 against 199.
+
+
+def _deletion_rows(tokens: torch.Tensor, b: torch.Tensor, t: torch.Tensor, cols: torch.Tensor, T: int) -> torch.Tensor:
+    """Tokens of x_{-t} for the rows (b, t) at the columns ``cols`` (PAD outside 0 .. n - 2)."""
+    lengths = (tokens != PAD).sum(-1)
+    src = cols + (cols >= t.unsqueeze(1)).long()
+    inside = (cols >= 0) & (cols < (lengths[b] - 1).unsqueeze(1))
+    return torch.where(inside, tokens[b.unsqueeze(1), src.clamp(0, T - 1)], PAD)
+
+
+def cnn_deletion_tvd(model, tokens, base_probs, max_tokens: int) -> torch.Tensor:
+    """Deletion leave-one-out (B, T) for a CNN model, from the states of x (see above).
+
+    ``base_probs`` (B, C) is y-hat(x); None computes it from the same states. The same
+    numbers as one forward pass per deletion, up to float rounding (the changed positions run
+    through the convolutions in a narrower batch).
+    """
+    B, T = tokens.shape
+    device = tokens.device
+    encoded = model.encode(tokens)
+    states = encoded.hidden  # (B, T, H)
+    if base_probs is None:
+        base_probs, _ = model.decode(states, model.attend(encoded))
+    r = max(conv.padding[0] for conv in model.convs)
+    lengths = encoded.lengths
+    scores = torch.zeros(B, T, dtype=base_probs.dtype, device=device)
+    for n, _, b, t, cols in _deletion_chunks(lengths, max_tokens):
+        # the unchanged states: x's at j before the deletion, at j + 1 after it
+        hidden = states[b.unsqueeze(1), (cols + (cols >= t.unsqueeze(1)).long()).clamp_max(T - 1)]
+        slab_cols = t.unsqueeze(1) + torch.arange(-2 * r, 2 * r, device=device)  # (R, 4r)
+        slab = _deletion_rows(tokens, b, t, slab_cols, T)
+        changed = model.convolve(model.embedding(slab), slab)[:, r : 3 * r]  # positions t - r .. t + r - 1
+        at = slab_cols[:, r : 3 * r]
+        ok = (at >= 0) & (at < n - 1)
+        hidden[torch.arange(len(t), device=device).unsqueeze(1).expand_as(at)[ok], at[ok]] = changed[ok]
+        deleted = _deletion_rows(tokens, b, t, cols, T)
+        mask = real_token_mask(deleted)
         mask[:, 1] |= ~mask.any(-1)  # t past the end: any distribution will do, it is not read
         probs, _ = model.decode(hidden, model.attend(Encoded(hidden=hidden, mask=mask, embedded=None, lengths=None)))
         keep = t <= lengths[b] - 2

@@ -171,6 +171,17 @@ def _deletion_chunks(lengths: torch.Tensor, max_tokens: int):
         yield n, rows, rows.repeat(n - 2), t, torch.arange(n - 1, device=device).unsqueeze(0)
 
 
+def _source(cols: torch.Tensor, t: torch.Tensor, T: int) -> torch.Tensor:
+    """x's position that position ``cols`` of x_{-t} holds (rows of ``t``): j before t, j + 1 after."""
+    return (cols + (cols >= t.unsqueeze(1)).long()).clamp(0, T - 1)
+
+
+def _deletion_rows(tokens, lengths, b, t, cols) -> torch.Tensor:
+    """Tokens of x_{-t} for the rows (b, t) at the columns ``cols``, PAD outside 0 .. n - 2."""
+    inside = (cols >= 0) & (cols < (lengths[b] - 1).unsqueeze(1))
+    return torch.where(inside, tokens[b.unsqueeze(1), _source(cols, t, tokens.shape[1])], PAD)
+
+
 def deletion_tvd(model, tokens, base_probs, max_tokens: int) -> torch.Tensor:
     """Deletion leave-one-out (B, T) for a BiLSTM model, from the states of x (see above).
 
@@ -192,8 +203,7 @@ def deletion_tvd(model, tokens, base_probs, max_tokens: int) -> torch.Tensor:
     for n, rows, b, t, cols in _deletion_chunks(lengths, max_tokens):
         hidden = _bilstm_deletion_hidden(model, [g[rows, :n] for g in gates], [s[rows, :n] for s in states], n)
         hidden = hidden.view((n - 2) * len(rows), n - 1, -1)  # rows (t - 1, sentence), (R, n - 1, 2H)
-        deleted = tokens[b.unsqueeze(1), (cols + (cols >= t.unsqueeze(1)).long()).clamp_max(T - 1)]  # x_{-t}
-        mask = real_token_mask(deleted) & (cols < (lengths[b] - 1).unsqueeze(1))
+        mask = real_token_mask(_deletion_rows(tokens, lengths, b, t, cols))  # x_{-t}'s words
         mask[:, 1] |= ~mask.any(-1)  # t past the end: any distribution will do, it is not read
         probs, _ = model.decode(hidden, model.attend(Encoded(hidden=hidden, mask=mask, embedded=None, lengths=None)))
         keep = t <= lengths[b] - 2
@@ -210,12 +220,6 @@ def deletion_tvd(model, tokens, base_probs, max_tokens: int) -> torch.Tensor:
 # positions through the convolutions instead of n - 1: for a 200-token IMDB review, 12 against 199.
 
 
-def _deletion_rows(tokens: torch.Tensor, b: torch.Tensor, t: torch.Tensor, cols: torch.Tensor, T: int) -> torch.Tensor:
-    """Tokens of x_{-t} for the rows (b, t) at the columns ``cols`` (PAD outside 0 .. n - 2)."""
-    lengths = (tokens != PAD).sum(-1)
-    src = cols + (cols >= t.unsqueeze(1)).long()
-    inside = (cols >= 0) & (cols < (lengths[b] - 1).unsqueeze(1))
-    return torch.where(inside, tokens[b.unsqueeze(1), src.clamp(0, T - 1)], PAD)
 
 
 def cnn_deletion_tvd(model, tokens, base_probs, max_tokens: int) -> torch.Tensor:
@@ -236,15 +240,14 @@ def cnn_deletion_tvd(model, tokens, base_probs, max_tokens: int) -> torch.Tensor
     scores = torch.zeros(B, T, dtype=base_probs.dtype, device=device)
     for n, _, b, t, cols in _deletion_chunks(lengths, max_tokens):
         # the unchanged states: x's at j before the deletion, at j + 1 after it
-        hidden = states[b.unsqueeze(1), (cols + (cols >= t.unsqueeze(1)).long()).clamp_max(T - 1)]
+        hidden = states[b.unsqueeze(1), _source(cols, t, T)]
         slab_cols = t.unsqueeze(1) + torch.arange(-2 * r, 2 * r, device=device)  # (R, 4r)
-        slab = _deletion_rows(tokens, b, t, slab_cols, T)
+        slab = _deletion_rows(tokens, lengths, b, t, slab_cols)
         changed = model.convolve(model.embedding(slab), slab)[:, r : 3 * r]  # positions t - r .. t + r - 1
         at = slab_cols[:, r : 3 * r]
-        ok = (at >= 0) & (at < n - 1)
-        hidden[torch.arange(len(t), device=device).unsqueeze(1).expand_as(at)[ok], at[ok]] = changed[ok]
-        deleted = _deletion_rows(tokens, b, t, cols, T)
-        mask = real_token_mask(deleted)
+        i, k = ((at >= 0) & (at < n - 1)).nonzero(as_tuple=True)
+        hidden[i, at[i, k]] = changed[i, k]
+        mask = real_token_mask(_deletion_rows(tokens, lengths, b, t, cols))
         mask[:, 1] |= ~mask.any(-1)  # t past the end: any distribution will do, it is not read
         probs, _ = model.decode(hidden, model.attend(Encoded(hidden=hidden, mask=mask, embedded=None, lengths=None)))
         keep = t <= lengths[b] - 2

@@ -30,7 +30,7 @@ from attnlib.deception import (
     restricted_config,
     train_deceiver,
 )
-from attnlib.models import ModelConfig, TransformerConfig
+from attnlib.models import Encoded, ModelConfig, Output, TransformerConfig
 from attnlib.train import TRANSFORMER_TRAIN, TrainConfig, train_model
 
 SEP = DECEPTION_SEPARATOR
@@ -282,6 +282,29 @@ def test_per_head_penalty_is_r_mean_and_never_below_the_head_average(seed, heads
     assert got == pytest.approx(np.mean(-lam * np.log(rest)), rel=1e-9)
     assert got >= impermissible_penalty(a.mean(1), m, lam).item() - 1e-12  # stricter than the head average
 
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 10_000), st.sampled_from([torch.float32, torch.float64]))
+def test_a_bilstm_row_as_one_head_gives_the_same_penalty_and_gradient_bits(seed, dtype):
+    """The deceiver penalises ``out.head_attention`` for every model: a BiLSTM's (B, 1, T) is its
+    (B, T) row as one head, and must train the same bits as penalising the row itself."""
+    g = torch.Generator().manual_seed(seed)
+    b, t = int(torch.randint(1, 33, (1,), generator=g)), int(torch.randint(2, 50, (1,), generator=g))
+    logits = torch.randn(b, t, generator=g, dtype=dtype)
+    mask = torch.rand(b, t, generator=g) < 0.4
+    mask[:, 0] = True
+    rows, as_heads = logits.clone().requires_grad_(), logits.clone().requires_grad_()
+    tokens = torch.full((b, t), 5)
+    out = Output(probs=torch.ones(b, 2) / 2, logits=torch.zeros(b, 1), attention=torch.softmax(as_heads, -1),
+                 encoded=Encoded(hidden=torch.zeros(b, t, 1), mask=tokens > 0, embedded=torch.zeros(b, t, 1),
+                                 lengths=torch.full((b,), t)))
+    assert out.head_attention.shape == (b, 1, t)
+    row = impermissible_penalty(torch.softmax(rows, -1), mask, 0.7, check=False)
+    head = impermissible_penalty(out.head_attention, mask, 0.7, check=False)
+    row.backward()
+    head.backward()
+    assert torch.equal(row, head) and torch.equal(rows.grad, as_heads.grad)
 
 @pytest.mark.parametrize("lam", [-0.1, float("nan"), float("inf"), "1", True])
 def test_penalty_rejects_bad_lambda(lam):

@@ -419,9 +419,8 @@ def _fit_deceiver(model, result, dataset, lam, seed, train_config, progress):
         loss = loss_of(out.logits, batch.labels)
         if lam == 0:  # exactly fit's own objective
             return loss
-        heads = getattr(out, "head_attention", None)  # a transformer's rows per head: R_mean
-        attention = out.attention if heads is None else heads
-        return loss + impermissible_penalty(attention, batch.rationale, lam, check=False)
+        # R_mean, head by head: (B, h, T); a BiLSTM's one row is one head (the same value)
+        return loss + impermissible_penalty(out.head_attention, batch.rationale, lam, check=False)
 
     def select(m: nn.Module, ds: Dataset) -> tuple[float, dict]:
         probs, mass = _outputs(m, ds.dev)

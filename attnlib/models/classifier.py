@@ -116,6 +116,12 @@ class Output:
     def prediction(self) -> torch.Tensor:
         return self.probs.argmax(-1)
 
+    @property
+    def head_attention(self) -> torch.Tensor:
+        """(B, 1, T): the one attention row as a single head, the shape of a transformer's
+        per-head rows (:class:`attnlib.models.transformer.TransformerOutput`)."""
+        return self.attention.unsqueeze(-2)
+
 
 def real_token_mask(tokens: torch.Tensor) -> torch.Tensor:
     """True on real tokens: not padding and not the <SOS>/<EOS> wrappers. (B, T) -> (B, T)."""

@@ -15,7 +15,9 @@
   the kernel's peak RSS (budget: <= 3 min and <= 1.8 GB process-tree RSS each, <= 20 min for the whole book).
   With ``--isolated`` every chapter gets its own empty cache: the time a reader pays who opens
   that chapter first (in Binder, say) and trains every model it needs. With ``--busy`` a
-  pure-Python loop takes one core meanwhile (a machine shared with other work).
+  pure-Python loop takes one core meanwhile (a machine shared with other work). Under each
+  chapter that trained models: their count and training core-seconds (each model trains on one
+  thread), and that divided by the cores, the least time training them can take there.
 
 Ratios, not absolute times, are the targets: machines are noisy, so both sides of a ratio
 are measured in the same run, interleaved, and the median of several repeats is kept.
@@ -102,6 +104,27 @@ def _peak_rss_of_tree(proc: subprocess.Popen, stop: threading.Event, out: dict) 
     out["peak_tree_mb"] = peak_tree / 2**20
 
 
+def _training_seconds(cache: Path, since: float) -> tuple[float, int]:
+    """Core-seconds the models saved into ``cache`` since ``since`` took to train (their stored
+    ``train_seconds``: each trains on one thread), and how many there are."""
+    from attnlib import cache as model_cache
+
+    before = os.environ.get("ATTNLIB_CACHE_DIR")
+    os.environ["ATTNLIB_CACHE_DIR"] = str(cache)
+    try:
+        seconds = [
+            float(entry.get("train_seconds") or 0.0)
+            for path in sorted((cache / "models").glob("*.pt")) if path.stat().st_mtime >= since
+            for entry in [model_cache.load("models", path.stem)] if isinstance(entry, dict)
+        ]
+    finally:
+        if before is None:
+            os.environ.pop("ATTNLIB_CACHE_DIR", None)
+        else:
+            os.environ["ATTNLIB_CACHE_DIR"] = before
+    return sum(seconds), len(seconds)
+
+
 def bench_chapters(chapters: list[str] | None = None, profile: str = "book", isolated: bool = False,
                    busy: bool = False) -> list[dict]:
     busy_proc = subprocess.Popen([sys.executable, "-c", "while True:\n    pass\n"]) if busy else None
@@ -118,6 +141,9 @@ def _bench_chapters(chapters, profile: str, isolated: bool, busy: bool) -> list[
     if chapters:
         notebooks = [nb for nb in notebooks if any(nb.name.startswith(c) for c in chapters)]
     results = []
+    from attnlib import train
+
+    cores = train.training_slots()  # how many models the chapters train at once
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "ATTNLIB_CACHE_DIR": str(Path(tmp) / "cache"), "ATTNLIB_PROFILE": profile}
         for nb in notebooks:
@@ -126,6 +152,7 @@ def _bench_chapters(chapters, profile: str, isolated: bool, busy: bool) -> list[
             cmd = [sys.executable, str(ROOT / "tools" / "run_papermill.py"), "-k", "python3", "--cwd", str(nb.parent),
                    "--no-progress-bar", "--execution-timeout", str(BUDGET_CHAPTER_S * 5 if profile == "book" else -1), str(nb), str(Path(tmp) / nb.name), "-p", "profile", profile]
             stop, mem = threading.Event(), {}
+            started_at = time.time()
             start = time.perf_counter()
             proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
             watcher = threading.Thread(target=_peak_rss_of_tree, args=(proc, stop, mem), daemon=True)
@@ -134,11 +161,16 @@ def _bench_chapters(chapters, profile: str, isolated: bool, busy: bool) -> list[
             wall = time.perf_counter() - start
             stop.set()
             watcher.join()
-            row = {"chapter": nb.stem, "wall_s": wall, "ok": proc.returncode == 0, **mem}
+            trained, n_models = _training_seconds(Path(env["ATTNLIB_CACHE_DIR"]), started_at - 1.0)
+            row = {"chapter": nb.stem, "wall_s": wall, "ok": proc.returncode == 0, "train_core_s": trained,
+                   "models": n_models, **mem}
             results.append(row)
             flag = "" if row["ok"] else "  FAILED: " + err.strip().splitlines()[-1] if err.strip() else "  FAILED"
             print(f"{nb.stem:<32} {wall:7.1f} s   kernel peak RSS {mem.get('peak_one_mb', float('nan')):7.0f} MB   "
                   f"(tree {mem.get('peak_tree_mb', float('nan')):.0f} MB){flag}")
+            if n_models:  # the floor two cores cannot beat without training less
+                print(f"{'':<32} trained {n_models} model(s): {trained:6.1f} core-s, "
+                      f"{trained / cores:.1f} s on {cores} cores at best")
     total = sum(r["wall_s"] for r in results)
     worst = max((r["wall_s"] for r in results), default=0.0)
     rss = max((r.get("peak_tree_mb", 0.0) for r in results), default=0.0)

@@ -107,7 +107,7 @@ class DeceptionSizes:
     #: training seeds of every (model, lambda) for the table beside Pruthi et al.'s (the base
     #: seed and the next ones; the explanations read the base seed's models): the transformer's
     #: and the BiLSTM's (about twice the transformer's cost per model in the book profile)
-    table_seeds: int = 3
+    transformer_table_seeds: int = 3
     lstm_table_seeds: int = 3
 
 

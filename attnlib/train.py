@@ -495,17 +495,22 @@ def run_concurrently(
     return results
 
 
-#: Relative cost of one token through each encoder in training (measured: an rt-polarity epoch
-#: takes about 11.5 s with the BiLSTM, 5.4 s with the CNN, 2 s with the Average encoder).
-_ENCODER_COST = {"lstm": 6.0, "cnn": 3.0, "average": 1.0, "transformer": 6.0}
+#: Relative cost of one token through each encoder in training (measured on an Intel Xeon, one
+#: thread: an rt-polarity epoch takes about 12.5 s with the BiLSTM, 29 s with the 4 x 4 x 32
+#: transformer; earlier, 5.4 s with the CNN and 2 s with the Average encoder against 11.5 s).
+#: A transformer's scales with layers x d_model, from the 4 x 4 x 32 one (d_model 128).
+_ENCODER_COST = {"lstm": 6.0, "cnn": 3.0, "average": 1.0, "transformer": 14.0}
 
 
 def _training_cost(dataset, config=None, encoder=None, epochs=None, train_config=None, **_) -> float:
     """A rough relative cost of training a model (tokens x encoder x epochs), to start long jobs first."""
     name = getattr(config, "encoder", "transformer") if config is not None else (encoder or "lstm")
+    per_token = _ENCODER_COST.get(name, 6.0)
+    if name == "transformer" and hasattr(config, "layers"):
+        per_token *= config.layers * config.heads * config.head_dim / (4 * 128)
     n_epochs = epochs or (train_config or TrainConfig()).epochs
     tokens = float(sum(len(x) for x in dataset.train.ids)) if isinstance(dataset, Dataset) else 0.0
-    return tokens * _ENCODER_COST.get(name, 6.0) * n_epochs
+    return tokens * per_token * n_epochs
 
 
 def train_models(specs, *, workers: int | None = None, progress: bool = True):

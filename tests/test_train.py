@@ -172,6 +172,35 @@ def test_models_trained_at_once_are_exactly_the_models_trained_one_by_one(small)
     assert any(not torch.equal(lstm0[k], lstm3[k]) for k in lstm0)  # not one model four times
 
 
+def test_train_models_starts_the_costliest_first_a_transformer_by_its_size(small, monkeypatch):
+    """Longest first: a 4 x 4 x 32 transformer for 3 epochs costs more than the BiLSTM for 5 (about
+    29 s against 12.5 s an rt-polarity epoch), a 2 x 4 x 16 one less (its cost scales with its size)."""
+    import threading
+
+    from attnlib.models import TransformerConfig
+
+    started, lock, both = [], threading.Lock(), threading.Barrier(2)
+
+    def fake_train_model(**spec):
+        with lock:
+            started.append(spec["name"])
+            first_two = len(started) <= 2
+        if first_two:  # the third starts only when one of the first two has ended
+            both.wait(timeout=30)
+        return spec["name"]
+
+    monkeypatch.setattr(train, "train_model", fake_train_model)
+    specs = {
+        "small transformer": dict(dataset=small, config=TransformerConfig(layers=2, heads=4, head_dim=16), epochs=3),
+        "transformer": dict(dataset=small, config=TransformerConfig(layers=4, heads=4, head_dim=32), epochs=3),
+        "lstm": dict(dataset=small, encoder="lstm", epochs=5),
+    }
+    for name, spec in specs.items():
+        spec["name"] = name
+    assert train.train_models(specs, workers=2, progress=False) == {name: name for name in specs}
+    assert set(started[:2]) == {"transformer", "lstm"} and started[2] == "small transformer"
+
+
 def test_run_concurrently_returns_in_order_and_a_failure_stops_the_rest(small):
     import functools
 

@@ -181,3 +181,17 @@ def test_abnar_numbers_come_from_published_as_printed():
     assert out["ch14_az_loo_flow_last"] == f"{published.ABNAR_CORRELATION['loo', 'flow'][-1].value:.2f}".lstrip("0")
     assert out["ch14_az_gradient_raw_last"] == ".46"
     assert (out["ch14_az_sst_low"], out["ch14_az_sst_high"]) == (".08", ".14")
+
+
+def test_abnar_at_our_depth_reads_their_value_after_that_layer():
+    from attnlib import published
+
+    out = ch14.abnar(layers=4)
+    assert (out["ch14_az_loo_roll_at"], out["ch14_az_loo_flow_at"]) == (".62", ".70")  # their Table 1, layer 4
+    assert out["ch14_az_gradient_raw_at"] == ".00"
+    assert ch14.abnar(layers=6)["ch14_az_loo_roll_at"] == ch14.abnar()["ch14_az_loo_roll_last"]
+    assert "ch14_az_loo_roll_at" not in ch14.abnar()
+    for bad in (0, 7, 2.0, True, "4"):
+        with pytest.raises(ValueError, match="layers"):
+            ch14.abnar(layers=bad)
+    assert len(published.ABNAR_CORRELATION["loo", "rollout"]) == 6

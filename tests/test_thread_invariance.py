@@ -1,8 +1,8 @@
 """Experiments give the same bits on one thread as on two.
 
-``tools/execute_chapters.py --jobs N`` (and the README's test command) give each chapter's kernel
-cores / N threads, a reader's Colab kernel two, a laptop's more: the committed outputs must not
-depend on it. Training already runs on one thread (``attnlib.train.TRAIN_THREADS``); this checks
+A chapter's kernel takes the threads the machine grants (:func:`attnlib.cpu.available_cores`, or
+``ATTNLIB_THREADS``): a reader's Colab kernel two, a laptop's more, a quota-limited container
+fewer: the committed outputs must not depend on it. Training already runs on one thread (``attnlib.train.TRAIN_THREADS``); this checks
 inference at the book's model sizes, where torch splits the GEMMs and the LSTM across threads.
 """
 from __future__ import annotations

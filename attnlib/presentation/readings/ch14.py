@@ -47,19 +47,26 @@ def _as_printed(value: float) -> str:
     return ("−" if value < 0 else "") + text
 
 
-def abnar() -> dict[str, Any]:
+def abnar(layers: int | None = None) -> dict[str, Any]:
     """Abnar & Zuidema's numbers the prose quotes, from :mod:`attnlib.published`, as printed.
 
     ``ch14_az_{loo,gradient}_{raw,roll,flow}_{1,last}``: mean Spearman's rho with blank-out
     (Table 1) or input gradients (Table 2) after layer 1 and the last (6th) layer of their
     agreement model; ``ch14_az_sst_low`` / ``_high``: the range of every method and layer
-    on DistilBERT / SST-2 (Table 3).
+    on DistilBERT / SST-2 (Table 3). With ``layers`` (our model's depth, 1 to 6) also
+    ``ch14_az_{measure}_{method}_at``: theirs after that layer, to set beside our last layer.
     """
     short = {"raw attention": "raw", "rollout": "roll", "flow": "flow"}
+    depth = len(next(iter(published.ABNAR_CORRELATION.values())))
+    if layers is not None and (isinstance(layers, bool) or not isinstance(layers, (int, np.integer))
+                               or not 1 <= layers <= depth):
+        raise ValueError(f"layers must be an int from 1 to {depth} (their model's layers), got {layers!r}")
     out: dict[str, Any] = {}
     for (measure, method), values in published.ABNAR_CORRELATION.items():
         out[f"ch14_az_{measure}_{short[method]}_1"] = _as_printed(values[0].value)
         out[f"ch14_az_{measure}_{short[method]}_last"] = _as_printed(values[-1].value)
+        if layers is not None:
+            out[f"ch14_az_{measure}_{short[method]}_at"] = _as_printed(values[layers - 1].value)
     sst = [v.value for layers in published.ABNAR_SST.values() for v in layers.values()]
     out["ch14_az_sst_low"], out["ch14_az_sst_high"] = _as_printed(min(sst)), _as_printed(max(sst))
     return out

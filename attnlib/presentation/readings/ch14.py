@@ -67,7 +67,7 @@ def abnar(layers: int | None = None) -> dict[str, Any]:
         out[f"ch14_az_{measure}_{short[method]}_last"] = _as_printed(values[-1].value)
         if layers is not None:
             out[f"ch14_az_{measure}_{short[method]}_at"] = _as_printed(values[layers - 1].value)
-    sst = [v.value for layers in published.ABNAR_SST.values() for v in layers.values()]
+    sst = [v.value for by_layer in published.ABNAR_SST.values() for v in by_layer.values()]
     out["ch14_az_sst_low"], out["ch14_az_sst_high"] = _as_printed(min(sst)), _as_printed(max(sst))
     return out
 

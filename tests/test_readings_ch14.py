@@ -43,7 +43,17 @@ def test_correlations_values_and_a_single_best():
     assert out["ch14_loo_beats"] == "rollout and flow agree"
     assert out["ch14_gradient_best"] == "raw attention"
     assert out["ch14_gradient_beats"] == "neither rollout nor flow agrees"
-    assert len(out) == 2 + 2 * (6 + 3 + 2)
+    assert len(out) == 2 + 2 * (6 + 3 + 3 + 3 + 2)  # values, last and first intervals, depth, best and beats
+    assert out["ch14_loo_flow_ci_first"] == f"[{out['ch14_loo_flow_first'] - 0.02:.2f}, {out['ch14_loo_flow_first'] + 0.02:.2f}]"
+
+
+def test_correlations_say_a_change_with_depth_only_beyond_noise():
+    rho = _rho({"loo": (0.1, 0.5, 0.3), "gradient": (0.3, 0.1, 0.1)})  # layer 1 around 0.1
+    out = ch14.correlations(_table(rho), rho, n=60)
+    assert out["ch14_loo_roll_depth"].startswith("rose by 0.4")  # 0.1 -> 0.5
+    assert out["ch14_loo_raw_depth"].startswith("changed within noise (")  # 0.1 -> 0.1
+    rho["loo", "flow"][:, -1] = rho["loo", "flow"][:, 0] - 0.2
+    assert ch14.correlations(_table(rho), rho, n=60)["ch14_loo_flow_depth"].startswith("fell by 0.20")
 
 
 def test_correlations_ties_and_one_method_beating_raw():

@@ -79,6 +79,8 @@ def correlations(table: pd.DataFrame, rho: dict, *, n: int) -> dict[str, Any]:
     low, high); ``rho``: :func:`attnlib.flow.instance_correlations`' per-sentence values
     ``{(measure, method): (N, L)}`` for the same sentences; ``n``: the number of sentences.
     A method is "best" or "agrees better" only beyond noise (paired, sentence by sentence).
+    ``ch14_{measure}_{method}_depth``: how its rho moved from layer 1 to the last, "rose" or
+    "fell" only when the paired interval of the change excludes 0.
     """
     require_columns(table, ("measure", "method", "layer", "mean", "low", "high"), "table")
     last = table[table.layer == table.layer.max()].set_index(["measure", "method"])
@@ -89,8 +91,17 @@ def correlations(table: pd.DataFrame, rho: dict, *, n: int) -> dict[str, Any]:
             for where, frame in (("last", last), ("first", first)):
                 out[f"ch14_{measure}_{key}_{where}"] = float(frame.loc[(measure, method), "mean"])
         for method, key in _METHODS:
-            row = last.loc[(measure, method)]
+            row, top = last.loc[(measure, method)], first.loc[(measure, method)]
             out[f"ch14_{measure}_{key}_ci"] = f"[{row['low']:.2f}, {row['high']:.2f}]"
+            out[f"ch14_{measure}_{key}_ci_first"] = f"[{top['low']:.2f}, {top['high']:.2f}]"
+            # last layer against layer 1, sentence by sentence: a change only beyond noise
+            depth = uncertainty.compare(rho[measure, method][:, -1], rho[measure, method][:, 0], paired=True)
+            moved = {"higher": "rose", "lower": "fell"}.get(depth.verdict)
+            out[f"ch14_{measure}_{key}_depth"] = (
+                f"{moved} by {abs(depth.difference.estimate):.3f} (paired 95% interval of the change "
+                f"{depth.difference.range_text(3)})" if moved else
+                f"changed {uncertainty.WITHIN_NOISE} ({depth.difference.range_text(3)})"
+            )
         # the last layer's rho per sentence: methods compared on the same sentences
         at_last = {m: rho[measure, m][:, -1] for m, _ in _METHODS}
         ranked = uncertainty.rank(at_last)

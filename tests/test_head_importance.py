@@ -4,12 +4,15 @@ import copy
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.stats import binomtest
 
 from attnlib import data
 from attnlib.head_importance import (gate_gradients, head_ablation, head_importance, mask_heads, prunable,
                                      prune_by_importance, prune_randomly)
 from attnlib.models import Site, TransformerClassifier, TransformerConfig
+from attnlib.models.heads import RowEdit, rowwise
 
 CONFIG = TransformerConfig(layers=2, heads=2, head_dim=4, embed_dim=6, max_positions=40, dropout=0.0)
 VOCAB = 30
@@ -191,16 +194,97 @@ def test_random_orders_share_the_levels_they_have_in_common(monkeypatch):
     from attnlib.experiments import head_importance as module
 
     model, split = _model(), _split()
-    calls = []
+    sets = []
     real = module._correct
-    monkeypatch.setattr(module, "_correct", lambda *a: calls.append(1) or real(*a))
+    monkeypatch.setattr(module, "_correct", lambda m, b, masks, n: sets.extend(masks) or real(m, b, masks, n))
     band = prune_randomly(model, split, orders=3, seed=4)
     distinct = {frozenset(p) for curve in band.attrs["orders"] for p in curve["pruned"]}
-    assert len(calls) == len(distinct) <= 3 * 5 - 2 * 2  # 3 orders x 5 levels; levels 0 and 4 once each
+    assert len(sets) == len(distinct) <= 3 * 5 - 2 * 2  # 3 orders x 5 levels; levels 0 and 4 once each
+    assert set(sets) == distinct
     for r, curve in enumerate(band.attrs["orders"]):
         alone = prune_by_importance(model, split, np.random.default_rng([4, r]).random((2, 2)))
         assert curve["accuracy"].tolist() == alone["accuracy"].tolist()
         assert all((a == b).all() for a, b in zip(curve["correct"], alone["correct"]))
+
+
+SITES_3x3 = [Site(layer, head) for layer in range(3) for head in range(3)]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.sets(st.sampled_from(SITES_3x3)), min_size=1, max_size=6), st.integers(0, 3))
+def test_masked_probabilities_equal_forward_with_the_masks_bit_for_bit(masks, seed):
+    model = _model(seed, TransformerConfig(layers=3, heads=3, head_dim=4, embed_dim=6, max_positions=40))
+    batch = _batch(seed=seed)
+    with torch.no_grad():
+        shared = model.masked_probabilities(batch, masks)
+        assert shared.shape == (len(masks), len(batch), 2)
+        for mask, probs in zip(masks, shared):
+            assert torch.equal(probs, model(batch, edits=mask_heads(mask) if mask else None).probs)
+
+
+def test_masked_probabilities_run_each_layer_once_per_distinct_set_masked_up_to_it():
+    model, batch = _model(config=TransformerConfig(layers=3, heads=3, head_dim=4, embed_dim=6)), _batch()
+    calls = [0, 0, 0]
+    for index, layer in enumerate(model.layers):
+        layer.norm1.register_forward_hook(lambda *a, index=index: calls.__setitem__(index, calls[index] + 1))
+    masks = [(), [Site(2, 1)], [Site(1, 0)], [Site(1, 0), Site(2, 2)], [Site(0, 1)], [Site(0, 1), Site(2, 1)]]
+    with torch.no_grad():
+        model.masked_probabilities(batch, masks)
+    # layer 0: {} and {(0,1)}; layer 1: those and {(1,0)}; layer 2: every mask
+    assert calls == [2, 3, 6]
+    with torch.no_grad():
+        for mask in masks:
+            model(batch, edits=mask_heads(mask) if mask else None)
+    assert calls == [2 + 6, 3 + 6, 6 + 6]  # the forward passes run every layer, once per mask
+
+
+def test_masked_probabilities_check_their_input():
+    model, batch = _model(), _batch()
+    with pytest.raises(ValueError, match="masks is empty"):
+        model.masked_probabilities(batch, [])
+    with pytest.raises(ValueError, match=r"2 layers x 2 heads"):
+        model.masked_probabilities(batch, [[Site(2, 0)]])
+    with pytest.raises(ValueError, match="list of sets of Sites"):
+        model.masked_probabilities(batch, Site(0, 0))
+    with pytest.raises(ValueError, match="Site"):
+        model.masked_probabilities(batch, [[(0, 1)]])
+    dropping = TransformerClassifier(VOCAB, TransformerConfig(layers=2, heads=2, head_dim=4, embed_dim=6)).train()
+    with pytest.raises(ValueError, match="eval mode"):
+        dropping.masked_probabilities(batch, [()])
+
+
+def test_models_without_shared_masking_give_the_same_tables(monkeypatch):
+    """A model without masked_probabilities (e.g. the pretrained family) runs each mask as a forward
+    pass: the same frames, bit for bit."""
+    model, split = _model(), _split()
+    importance = np.array([[0.3, 0.1], [0.5, 0.9]])
+    shared = [head_ablation(model, split, batch_size=5), prune_by_importance(model, split, importance),
+              prune_randomly(model, split, orders=3, seed=2)]
+    monkeypatch.delattr(TransformerClassifier, "masked_probabilities")
+    assert not hasattr(model, "masked_probabilities")
+    alone = [head_ablation(model, split, batch_size=5), prune_by_importance(model, split, importance),
+             prune_randomly(model, split, orders=3, seed=2)]
+    for a, b in zip(shared, alone):
+        columns = [c for c in a.columns if c not in ("correct", "pruned", "site")]
+        assert a[columns].equals(b[columns])
+    for a, b in zip(shared[1]["correct"], alone[1]["correct"]):
+        assert np.array_equal(a, b)
+
+
+def test_the_mask_is_a_row_edit_so_the_last_layer_still_computes_only_the_cls_row():
+    model, batch = _model(), _batch()
+    last = Site(CONFIG.layers - 1, 1)
+    rows = []
+    model.layers[-1].ffn.register_forward_hook(lambda module, args, out: rows.append(out.shape[1]))
+    with torch.no_grad():
+        masked = model(batch, edits=mask_heads(last)).probs
+        whole = model(batch, edits={last: lambda a, m: a * 0}).probs  # a plain function sees all rows
+    assert rows == [1, batch.tokens.shape[1]]
+    torch.testing.assert_close(masked, whole, atol=1e-6, rtol=0)  # the same output, up to rounding
+    assert isinstance(mask_heads(last)[last], RowEdit) and rowwise(mask_heads(last)) and rowwise(None)
+    assert not rowwise({0: lambda a, m: a})
+    with pytest.raises(ValueError, match="RowEdit needs a function"):
+        RowEdit(3, "three")
 
 
 def test_prunable_stops_at_a_loss_beyond_noise_not_at_a_dip_of_a_few_sentences():

@@ -42,7 +42,7 @@ from scipy.stats import binomtest
 from .. import uncertainty
 from .._checks import check_bool, check_positive_int, check_positive_number, check_seed
 from ..data import Batch, Split
-from ..models.heads import check_sites
+from ..models.heads import MASK, check_sites
 from ..models.protocol import Site, device_of, eval_mode
 
 __all__ = ["mask_heads", "gate_gradients", "head_importance", "head_ablation", "prune_by_importance",
@@ -124,20 +124,15 @@ def _check_importance(importance, L: int, h: int) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- edits
-def _zero_rows(attention: torch.Tensor, key_mask: torch.Tensor) -> torch.Tensor:
-    """The gate xi = 0: the head's rows become 0, so it adds nothing to the residual stream."""
-    return attention * 0
-
-
 def mask_heads(sites, *, model=None) -> dict:
     """The edits ``{Site: edit}`` that mask the heads at ``sites`` (gate xi_h = 0), for ``model(batch, edits=...)``.
 
-    A masked head's attention rows become 0, so it adds nothing to the residual stream
-    (A V W^O_h = 0); the output projection's bias, shared by all heads, stays. ``sites``: one
-    :class:`~attnlib.models.Site` or an iterable of them. ``model``: if given, every site
-    must lie inside it (else a ValueError naming its layers x heads).
+    A masked head's attention rows become 0 (:data:`attnlib.models.heads.MASK`), so it adds
+    nothing to the residual stream (A V W^O_h = 0); the output projection's bias, shared by
+    all heads, stays. ``sites``: one :class:`~attnlib.models.Site` or an iterable of them.
+    ``model``: if given, every site must lie inside it (else a ValueError naming its layers x heads).
     """
-    return {site: _zero_rows for site in _check_sites(sites, model)}
+    return {site: MASK for site in _check_sites(sites, model)}
 
 
 def _gate_edits(gates: torch.Tensor) -> dict:
@@ -205,15 +200,27 @@ def head_importance(model, split, *, normalise: bool = True, batch_size: int = 1
 
 
 # ----------------------------------------------------------------------------- masking and pruning
-def _correct(model, batches: list, edits: dict | None, n_classes: int) -> np.ndarray:
-    """(N,) bool: is the model's prediction right, with ``edits``, for every instance (batch order)."""
+def _correct(model, batches: list, masks: list, n_classes: int) -> list[np.ndarray]:
+    """Per mask (a collection of Sites, empty: none masked), (N,) bool: is the model's prediction
+    right with those heads masked, for every instance (batch order).
+
+    A model with ``masked_probabilities`` (the book's transformer) runs all the masks of a
+    batch in one call, sharing the layers below each mask's first masked head; any other
+    model runs ``model(batch, edits=mask_heads(mask))`` per mask. Both give the same bits.
+    """
     device = device_of(model)
-    out = []
+    shared = callable(getattr(model, "masked_probabilities", None))
+    out: list[list] = [[] for _ in masks]
     with torch.no_grad():
         for batch in batches:
-            predicted = model(batch, edits=edits).probs.argmax(-1)
-            out.append((predicted == _labels(batch, n_classes, device)).cpu())
-    return torch.cat(out).cpu().numpy()
+            labels = _labels(batch, n_classes, device)
+            if shared:
+                probs = model.masked_probabilities(batch, masks)
+            else:
+                probs = [model(batch, edits=mask_heads(mask) if mask else None).probs for mask in masks]
+            for k, p in enumerate(probs):
+                out[k].append((p.argmax(-1) == labels).cpu())
+    return [torch.cat(rows).cpu().numpy() for rows in out]
 
 
 def _mcnemar(base: np.ndarray, masked: np.ndarray) -> tuple[int, int, float]:
@@ -242,9 +249,8 @@ def head_ablation(model, split, *, batch_size: int = 128, alpha: float = ALPHA) 
     n_classes = _n_classes(model)
     rows = []
     with eval_mode(model):
-        base = _correct(model, batches, None, n_classes)
-        for site in model.sites:
-            masked = _correct(model, batches, mask_heads(site), n_classes)
+        base, *each = _correct(model, batches, [(), *([site] for site in model.sites)], n_classes)
+        for site, masked in zip(model.sites, each):
             lost, gained, p = _mcnemar(base, masked)
             rows.append({"layer": site.layer, "head": site.head, "site": site, "n": len(base),
                          "base_accuracy": float(base.mean()), "accuracy": float(masked.mean()),
@@ -281,23 +287,28 @@ def _ranked(model, importance) -> list[Site]:
     return [sites[i] for i in order]
 
 
-def _curve(model, batches: list, ranked: list, levels: list, memo: dict) -> pd.DataFrame:
-    """The accuracy after pruning each level's first heads of ``ranked``; ``memo`` maps a set of
-    pruned sites to its (N,) correct array, so that curves sharing a level (none pruned, all
-    pruned) run it once."""
-    n_classes = _n_classes(model)
-    rows = []
+def _curves(model, batches: list, rankings: list, levels: list) -> list[pd.DataFrame]:
+    """Per ranking of the sites, the accuracy after pruning each level's first heads of it.
+
+    Every distinct set of pruned heads runs once (curves share none pruned and all pruned),
+    all of them in one :func:`_correct` call, so that sets that prune the same heads in the
+    lower layers share those layers.
+    """
+    sets = {frozenset(ranked[:n]): None for ranked in rankings for n in levels}
     with eval_mode(model):
+        for key, correct in zip(sets, _correct(model, batches, list(sets), _n_classes(model))):
+            sets[key] = correct
+    curves = []
+    for ranked in rankings:
+        rows = []
         for n_pruned in levels:
-            pruned = ranked[:n_pruned]
-            key = frozenset(pruned)
-            if key not in memo:
-                memo[key] = _correct(model, batches, mask_heads(pruned) if pruned else None, n_classes)
-            correct = memo[key]
+            correct = sets[frozenset(ranked[:n_pruned])]
             interval = uncertainty.bootstrap(correct.astype(np.float64))
             rows.append({"n_pruned": n_pruned, "fraction": n_pruned / len(ranked), "accuracy": float(correct.mean()),
-                         "low": interval.low, "high": interval.high, "pruned": pruned, "correct": correct})
-    return pd.DataFrame(rows)
+                         "low": interval.low, "high": interval.high, "pruned": ranked[:n_pruned],
+                         "correct": correct})
+        curves.append(pd.DataFrame(rows))
+    return curves
 
 
 def prune_by_importance(model, split, importance, *, fractions=None, batch_size: int = 128) -> pd.DataFrame:
@@ -306,7 +317,8 @@ def prune_by_importance(model, split, importance, *, fractions=None, batch_size:
     ``importance``: (L, h) scores, e.g. :func:`head_importance` (normalised per layer); heads
     are ranked over the whole model, ties by site order (layer, then head). ``fractions``:
     None prunes 0, 1, 2, ..., L x h heads; else a list of shares of the heads, each pruning
-    round-half-up(fraction x L x h) of them. One forward pass per level and batch.
+    round-half-up(fraction x L x h) of them. One forward pass per level and batch (fewer
+    with a model that shares layers between masks: :func:`_correct`).
 
     Columns: ``n_pruned``, ``fraction`` (n_pruned / (L x h)), ``accuracy``, ``low`` and
     ``high`` (the accuracy's 95% bootstrap interval over the instances), ``pruned`` (the list of
@@ -315,7 +327,7 @@ def prune_by_importance(model, split, importance, *, fractions=None, batch_size:
     """
     ranked = _ranked(model, importance)
     levels = _levels(fractions, len(ranked))
-    return _curve(model, _batches(split, batch_size), ranked, levels, {})
+    return _curves(model, _batches(split, batch_size), [ranked], levels)[0]
 
 
 def prune_randomly(model, split, *, orders: int = 5, seed: int = 0, fractions=None,
@@ -333,9 +345,8 @@ def prune_randomly(model, split, *, orders: int = 5, seed: int = 0, fractions=No
     L, h = _shape(model)
     levels = _levels(fractions, L * h)
     batches = _batches(split, batch_size)
-    memo: dict = {}
-    curves = [_curve(model, batches, _ranked(model, np.random.default_rng([seed, r]).random((L, h))), levels, memo)
-              for r in range(orders)]
+    rankings = [_ranked(model, np.random.default_rng([seed, r]).random((L, h))) for r in range(orders)]
+    curves = _curves(model, batches, rankings, levels)
     accuracy = np.stack([c["accuracy"].to_numpy() for c in curves])  # (orders, levels)
     frame = pd.DataFrame({"n_pruned": curves[0]["n_pruned"], "fraction": curves[0]["fraction"],
                           "accuracy": accuracy.mean(0), "min": accuracy.min(0), "max": accuracy.max(0)})

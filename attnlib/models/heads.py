@@ -27,10 +27,40 @@ import torch
 
 from .protocol import Site
 
-__all__ = ["Trace", "Edit", "check_sites", "check_edits", "apply_edits", "flatten_candidates", "key_mask_of"]
+__all__ = ["Trace", "Edit", "RowEdit", "MASK", "rowwise", "check_sites", "check_edits", "apply_edits",
+           "flatten_candidates", "key_mask_of"]
 
 #: One head's edit: a function of (attention rows (B, T, T), key mask (B, T)), or given rows (B, T, T).
 Edit = Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | torch.Tensor
+
+
+class RowEdit:
+    """An edit whose every query row depends on that row alone (and the key mask).
+
+    A model may then hand it only the rows its output reads: the book's transformer computes
+    only the [CLS] row of its last layer, (B, 1, T), when every edit there is a RowEdit, as
+    it does without edits. ``RowEdit(fn, name)`` wraps ``fn(rows, key_mask) -> rows``.
+    """
+
+    def __init__(self, fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], name: str):
+        if not callable(fn):
+            raise ValueError(f"RowEdit needs a function (rows, key_mask) -> rows, got {type(fn).__name__}")
+        self.fn, self.name = fn, str(name)
+
+    def __call__(self, attention: torch.Tensor, key_mask: torch.Tensor) -> torch.Tensor:
+        return self.fn(attention, key_mask)
+
+    def __repr__(self) -> str:
+        return f"RowEdit({self.name})"
+
+
+#: The gate xi = 0 of Michel et al.: the head's rows become 0, so it adds nothing to the residual stream.
+MASK = RowEdit(lambda attention, key_mask: attention * 0, "mask")
+
+
+def rowwise(head_edits: Mapping[int, Edit] | None) -> bool:
+    """True when every edit of one layer (``{head: edit}``, or none) is a :class:`RowEdit`."""
+    return all(isinstance(edit, RowEdit) for edit in (head_edits or {}).values())
 
 
 @dataclass

@@ -25,6 +25,7 @@ The model meets the intervention protocol (:mod:`attnlib.models.protocol`) with 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -34,7 +35,7 @@ from torch import nn
 from .._checks import check_positive_int, check_positive_number
 from ..data import EOS, PAD
 from .classifier import BookTokens
-from .heads import Trace, apply_edits, check_edits, flatten_candidates
+from .heads import MASK, Trace, apply_edits, check_edits, check_sites, flatten_candidates, rowwise
 from .protocol import Site, SiteState, TokenOutput, class_probabilities
 
 __all__ = ["TransformerConfig", "TransformerOutput", "TransformerClassifier"]
@@ -313,24 +314,31 @@ class TransformerClassifier(BookTokens, nn.Module):
         """Class distribution from logits: [1 - sigmoid, sigmoid] for binary, softmax otherwise."""
         return class_probabilities(logits, self.config.n_classes)
 
+    def _step(self, index: int, x: torch.Tensor, key_mask: torch.Tensor, visible: torch.Tensor,
+              head_edits: dict | None, key_edit=None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Layer ``index`` on the states x entering it: its output states and its probs (B, h, Q, T).
+
+        The output reads only the [CLS] position after the last layer, so the last layer
+        computes only that query row (Q = 1): the same output as all rows, about a sixth of
+        the last layer's work. It computes all rows (Q = T) when it has an edit that sees
+        whole (B, T, T) rows, i.e. one that is not a :class:`~attnlib.models.heads.RowEdit`.
+        """
+        layer = self.layers[index]
+        only_cls = index == len(self.layers) - 1 and rowwise(head_edits)
+        probs, v = layer.attend(x, visible, key_edit, first_query_only=only_cls)
+        probs = apply_edits(probs, head_edits, key_mask)
+        return layer.finish(x, probs, v), probs
+
     def _top(self, x: torch.Tensor, key_mask: torch.Tensor, visible: torch.Tensor, start: int, edits: dict,
              key_edits: dict | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Logits from the states x entering layer ``start``, and the last layer's [CLS] row (B, h, T).
 
-        ``key_mask`` (B, T): the real positions; ``visible``: :meth:`visibility`.
-
-        The output reads only the [CLS] position after the last layer, so the last layer
-        computes only that query row: the same output as all rows, about a sixth of the
-        last layer's work. A layer with edits (which see whole (B, T, T) rows) computes
-        all rows. ``start`` past the last layer: the logits of x itself (no row).
+        ``key_mask`` (B, T): the real positions; ``visible``: :meth:`visibility`; each layer
+        runs :meth:`_step`. ``start`` past the last layer: the logits of x itself (no row).
         """
         last, cls_row = len(self.layers) - 1, None
         for index in range(start, len(self.layers)):
-            layer = self.layers[index]
-            only_cls = index == last and index not in edits
-            probs, v = layer.attend(x, visible, (key_edits or {}).get(index), first_query_only=only_cls)
-            probs = apply_edits(probs, edits.get(index), key_mask)
-            x = layer.finish(x, probs, v)
+            x, probs = self._step(index, x, key_mask, visible, edits.get(index), (key_edits or {}).get(index))
             if index == last:
                 cls_row = probs[:, :, 0]
         return self.decoder(self.norm(x[:, 0])), cls_row
@@ -350,6 +358,46 @@ class TransformerClassifier(BookTokens, nn.Module):
         logits, cls_row = self._top(h, key_mask, self.visibility(tokens, key_mask), 0, edits, key_edits)
         return TransformerOutput(probs=self.probabilities(logits), logits=logits, attention=cls_row.mean(1),
                                  head_attention=cls_row)
+
+    def masked_probabilities(self, x, masks) -> torch.Tensor:
+        """Probabilities (K, B, C) with each of K sets of heads masked: Michel et al.'s gates xi_h = 0.
+
+        ``masks``: K iterables of :class:`~attnlib.models.Site` (an empty one masks nothing).
+        Mask k gives bit for bit ``forward(x, edits={site: heads.MASK for site in masks[k]}).probs``,
+        at less cost: masks that mask the same heads below a layer share that layer's input,
+        so layer l runs once per distinct set of heads masked in layers 0..l (a depth-first
+        walk that holds one state per layer). Needs eval mode (no dropout): shared layers
+        would draw one dropout mask for several outputs.
+        """
+        if self.training and self.config.dropout > 0:
+            raise ValueError("masked_probabilities shares layers between masks: call it in eval mode (model.eval())")
+        if isinstance(masks, (Site, str, bytes, torch.Tensor)) or not isinstance(masks, Iterable):
+            raise ValueError(f"masks must be a list of sets of Sites, got {type(masks).__name__}")
+        L, H = self.config.layers, self.config.heads
+        masks = [frozenset(check_sites(mask, L, H)) for mask in masks]
+        if not masks:
+            raise ValueError("masks is empty: give at least one set of heads (an empty set masks nothing)")
+        tokens = self._tokens(x)
+        h, key_mask = self.embed(tokens)
+        visible = self.visibility(tokens, key_mask)
+        out: list = [None] * len(masks)
+
+        def walk(x: torch.Tensor, index: int, group: list) -> None:
+            if index == L:
+                probs = self.probabilities(self.decoder(self.norm(x[:, 0])))
+                for k in group:
+                    out[k] = probs
+                return
+            branches: dict = {}
+            for k in group:
+                heads = tuple(sorted(site.head for site in masks[k] if site.layer == index))
+                branches.setdefault(heads, []).append(k)
+            for heads, members in branches.items():
+                y, _ = self._step(index, x, key_mask, visible, {head: MASK for head in heads})
+                walk(y, index + 1, members)
+
+        walk(h, 0, list(range(len(masks))))
+        return torch.stack(out)
 
     def _check_key_edits(self, key_edits) -> dict:
         if key_edits is None:

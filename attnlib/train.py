@@ -400,6 +400,7 @@ def run_concurrently(
     progress: bool = True,
     description: str = "training",
     costs: Sequence[float] | None = None,
+    unit: str = "model",
 ) -> list:
     """Run independent training jobs at once, one per free core; return their results in order.
 
@@ -439,7 +440,7 @@ def run_concurrently(
 
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=len(jobs), desc=f"{description} ({workers} at once)", unit="model", disable=not progress,
+    bar = tqdm(total=len(jobs), desc=f"{description} ({workers} at once)", unit=unit, disable=not progress,
                mininterval=1.0)
     lock = threading.Lock()
     running: dict[int, str] = {}

@@ -158,14 +158,25 @@ def test_runs_are_deterministic_subsets_stratified_and_cached(model, tiny_datase
     assert not other.from_cache and other.history != a.history
 
 
-def test_sweep_has_one_row_per_layer_and_alpha(model, tiny_dataset):
+def test_sweep_has_one_row_per_layer_and_alpha(model, tiny_dataset, monkeypatch):
+    """The runs train two at once, and each gives the bits it gives alone; the model's flags come back."""
+    import attnlib.train
+
+    monkeypatch.setattr(attnlib.train, "training_slots", lambda: 2)
+    model.train()
+    flags = [p.requires_grad for p in model.parameters()]
     frame = ak.adversarial_keys_sweep(model, tiny_dataset.train, tiny_dataset.test, layers=[1, 0], alphas=(0.0, 1.0),
                                       epochs=1, **FAST)
+    assert model.training and [p.requires_grad for p in model.parameters()] == flags
+    model.eval()
     assert list(zip(frame.layer, frame.alpha)) == [(1, 0.0), (1, 1.0), (0, 0.0), (0, 1.0)]
     assert {"accuracy", "base_accuracy", "jsd", "output_tvd", "final_loss", "train_seconds"} <= set(frame.columns)
     assert frame.base_accuracy.nunique() == 1
-    one = ak.adversarial_keys(model, tiny_dataset.train, tiny_dataset.test, layer=0, alpha=1.0, epochs=1, **FAST)
-    assert frame.iloc[3].jsd == one.jsd and frame.iloc[3].accuracy == one.accuracy
+    for row in frame.itertuples():
+        one = ak.adversarial_keys(model, tiny_dataset.train, tiny_dataset.test, layer=row.layer, alpha=row.alpha,
+                                  epochs=1, **FAST)
+        assert (row.jsd, row.accuracy, row.output_tvd, row.final_loss) == (
+            one.jsd, one.accuracy, one.output_tvd, one.history[-1]["loss"])
 
 
 # ----------------------------------------------------------------------------- errors

@@ -59,6 +59,7 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -71,7 +72,7 @@ from .._checks import check_bool, check_positive_int, check_positive_number, che
 from ..cpu import warn_if_unpinned
 from ..data import Split, stratified_positions
 from ..models import TransformerClassifier, device_of, eval_mode
-from ..train import training_threads
+from ..train import run_concurrently, training_threads
 
 __all__ = [
     "DEFAULT_ALPHAS",
@@ -525,28 +526,26 @@ def adversarial_keys_sweep(
     use_cache: bool = True,
     progress: bool = True,
 ) -> pd.DataFrame:
-    """:func:`adversarial_keys` for every (layer, alpha), one after the other; one row per run.
+    """:func:`adversarial_keys` for every (layer, alpha); one row per run.
 
     ``layers``: the layers to attack (None: all), ``alphas``: the loss weights (default
     :data:`DEFAULT_ALPHAS`); both without duplicates. Every run has the same ``seed`` (the same
     initial map and batches), so the runs differ only in layer and alpha. Every argument is
-    checked before the first run. A tqdm bar counts the runs.
+    checked before the first run. The runs train at once, one per free core, each on one
+    thread (:func:`attnlib.train.run_concurrently`): each gives the bits it gives alone. A
+    tqdm bar counts the runs.
 
     Returns a DataFrame, rows layer-major in the order given, with the columns of
     :meth:`AdversarialKeysResult.summary`: layer, alpha, accuracy (adversarial keys),
     base_accuracy (the model as it is), jsd, output_tvd, final_loss, n_train, n_test,
     train_seconds, from_cache.
     """
-    from tqdm.auto import tqdm
-
     s = _settings(model, train_split, test_split, 0, 0.0, hidden, epochs, batch_size, lr, seed, max_train,
                   use_cache, progress)
     runs = [(layer, alpha) for layer in _check_layers(layers, model) for alpha in _check_alphas(alphas)]
-    rows = []
-    with tqdm(total=len(runs), desc="adversarial keys", unit="run", disable=not s["progress"], mininterval=1.0) as bar:
-        for layer, alpha in runs:
-            bar.set_postfix_str(f"training layer {layer}, α={alpha:g}")  # one redraw a run
-            result = _run(model, train_split, test_split, {**s, "layer": layer, "alpha": alpha, "progress": False})
-            rows.append(result.summary())
-            bar.update(1)
+    jobs = [partial(_run, model, train_split, test_split, {**s, "layer": layer, "alpha": alpha, "progress": False})
+            for layer, alpha in runs]
+    with _frozen(model):  # once around every run: runs at once must not restore each other's flags
+        results = run_concurrently(jobs, progress=s["progress"], description="adversarial keys", unit="run")
+    rows = [result.summary() for result in results]
     return pd.DataFrame(rows)

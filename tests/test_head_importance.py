@@ -224,18 +224,20 @@ def test_masked_probabilities_equal_forward_with_the_masks_bit_for_bit(masks, se
 
 def test_masked_probabilities_run_each_layer_once_per_distinct_set_masked_up_to_it():
     model, batch = _model(config=TransformerConfig(layers=3, heads=3, head_dim=4, embed_dim=6)), _batch()
-    calls = [0, 0, 0]
-    for index, layer in enumerate(model.layers):
-        layer.norm1.register_forward_hook(lambda *a, index=index: calls.__setitem__(index, calls[index] + 1))
+    attends, finishes = [0, 0, 0], [0, 0, 0]
+    for index, layer in enumerate(model.layers):  # norm1 opens attend, norm2 runs in finish
+        layer.norm1.register_forward_hook(lambda *a, index=index: attends.__setitem__(index, attends[index] + 1))
+        layer.norm2.register_forward_hook(lambda *a, index=index: finishes.__setitem__(index, finishes[index] + 1))
     masks = [(), [Site(2, 1)], [Site(1, 0)], [Site(1, 0), Site(2, 2)], [Site(0, 1)], [Site(0, 1), Site(2, 1)]]
     with torch.no_grad():
         model.masked_probabilities(batch, masks)
-    # layer 0: {} and {(0,1)}; layer 1: those and {(1,0)}; layer 2: every mask
-    assert calls == [2, 3, 6]
+    # the rest of layer l runs per distinct set masked in layers 0..l: layer 0: {} and {(0,1)};
+    # layer 1: those and {(1,0)}; layer 2: every mask. Its attention per distinct set below l.
+    assert finishes == [2, 3, 6] and attends == [1, 2, 3]
     with torch.no_grad():
         for mask in masks:
             model(batch, edits=mask_heads(mask) if mask else None)
-    assert calls == [2 + 6, 3 + 6, 6 + 6]  # the forward passes run every layer, once per mask
+    assert finishes == [2 + 6, 3 + 6, 6 + 6] and attends == [1 + 6, 2 + 6, 3 + 6]  # forward: every layer per mask
 
 
 def test_masked_probabilities_check_their_input():

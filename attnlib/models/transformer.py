@@ -315,8 +315,11 @@ class TransformerClassifier(BookTokens, nn.Module):
         return class_probabilities(logits, self.config.n_classes)
 
     def _step(self, index: int, x: torch.Tensor, key_mask: torch.Tensor, visible: torch.Tensor,
-              head_edits: dict | None, key_edit=None) -> tuple[torch.Tensor, torch.Tensor]:
+              head_edits: dict | None, key_edit=None, attended=None) -> tuple[torch.Tensor, torch.Tensor]:
         """Layer ``index`` on the states x entering it: its output states and its probs (B, h, Q, T).
+
+        ``attended``: the layer's own ``attend`` of x, (probs, values), when the caller has it
+        already (several edits of one input share it); the edits then must all be row edits.
 
         The output reads only the [CLS] position after the last layer, so the last layer
         computes only that query row (Q = 1): the same output as all rows, about a sixth of
@@ -325,7 +328,10 @@ class TransformerClassifier(BookTokens, nn.Module):
         """
         layer = self.layers[index]
         only_cls = index == len(self.layers) - 1 and rowwise(head_edits)
-        probs, v = layer.attend(x, visible, key_edit, first_query_only=only_cls)
+        if attended is None:
+            probs, v = layer.attend(x, visible, key_edit, first_query_only=only_cls)
+        else:
+            probs, v = attended
         probs = apply_edits(probs, head_edits, key_mask)
         return layer.finish(x, probs, v), probs
 
@@ -364,9 +370,10 @@ class TransformerClassifier(BookTokens, nn.Module):
 
         ``masks``: K iterables of :class:`~attnlib.models.Site` (an empty one masks nothing).
         Mask k gives bit for bit ``forward(x, edits={site: heads.MASK for site in masks[k]}).probs``,
-        at less cost: masks that mask the same heads below a layer share that layer's input,
-        so layer l runs once per distinct set of heads masked in layers 0..l (a depth-first
-        walk that holds one state per layer). Needs eval mode (no dropout): shared layers
+        at less cost: masks that mask the same heads below a layer share that layer's input
+        and its attention, so layer l's attention runs once per distinct set of heads masked
+        in layers 0..l-1 and the rest of it once per distinct set masked in layers 0..l (a
+        depth-first walk that holds one state per layer). Needs eval mode (no dropout): shared layers
         would draw one dropout mask for several outputs.
         """
         if self.training and self.config.dropout > 0:
@@ -392,8 +399,10 @@ class TransformerClassifier(BookTokens, nn.Module):
             for k in group:
                 heads = tuple(sorted(site.head for site in masks[k] if site.layer == index))
                 branches.setdefault(heads, []).append(k)
+            # a mask changes a layer after its softmax: the branches share the layer's attend
+            attended = self.layers[index].attend(x, visible, first_query_only=index == L - 1)
             for heads, members in branches.items():
-                y, _ = self._step(index, x, key_mask, visible, {head: MASK for head in heads})
+                y, _ = self._step(index, x, key_mask, visible, {head: MASK for head in heads}, attended=attended)
                 walk(y, index + 1, members)
 
         walk(h, 0, list(range(len(masks))))

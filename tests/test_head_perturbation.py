@@ -160,7 +160,47 @@ def test_adversarial_heads_frame():
         hp.adversarial_heads(model, batch, [])
 
 
+def test_adversarial_heads_are_searched_at_once_with_the_bits_of_one_thread(monkeypatch):
+    """Two sites at once, each on one thread: the rows of each site's search alone on one thread,
+    bit for bit, whatever the cores; the model's mode comes back."""
+    import attnlib.train
+
+    model, batch = _model(), _batch()
+    sites = [Site(0, 0), Site(1, 1), Site(0, 1)]
+    monkeypatch.setattr(attnlib.train, "training_slots", lambda: 2)
+    model.train()
+    frame = hp.adversarial_heads(model, batch, sites, k=2, steps=5, eps=0.05)
+    assert model.training
+    model.eval()
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        for site in sites:
+            alone = cf.adversarial_attention(model, batch, site=site, k=2, steps=5, eps=0.05)
+            rows = frame[(frame["layer"] == site.layer) & (frame["head"] == site.head)]
+            assert np.array_equal(rows.eps_max_jsd.to_numpy(), alone.eps_max_jsd)
+            assert np.array_equal(rows.kept.to_numpy(), alone.kept.sum(1))
+    finally:
+        torch.set_num_threads(before)
+
+
 # ----------------------------------------------------------------------------- every head, layer, model
+def test_permute_heads_gives_the_same_table_on_one_core_or_two(monkeypatch):
+    """The scopes run at once on two cores, one thread each, or one after another on one core:
+    the same table and medians, bit for bit."""
+    import attnlib.train
+
+    model, batch = _model(), _batch()
+    tables = []
+    for slots in (2, 1):
+        monkeypatch.setattr(attnlib.train, "training_slots", lambda slots=slots: slots)
+        tables.append(hp.permute_heads(model, batch, n_permutations=4, seed=3))
+    two, one = tables
+    assert two.table.equals(one.table) and two.base_accuracy == one.base_accuracy
+    assert all(np.array_equal(two.median_tvd[key], one.median_tvd[key]) for key in one.median_tvd)
+    assert len(two.table) == 4 + 2 + 1
+
+
 def test_permute_heads_table_grid_and_a_silent_layer():
     """Oracle: with layer 0's output projection zeroed, permuting layer 0 (any head, or all) changes nothing."""
     model = _model()

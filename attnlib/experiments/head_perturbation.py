@@ -22,6 +22,7 @@ under a memory budget like every experiment (:mod:`attnlib.runs`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -32,7 +33,8 @@ from .._checks import check_positive_int, check_seed
 from ..data import PAD
 from ..models import Site, interventions
 from ..models.heads import check_sites
-from ..models.protocol import check_model
+from ..models.protocol import check_model, device_of, eval_mode
+from ..train import run_concurrently, training_threads
 from . import counterfactual
 from .counterfactual import ADVERSARY
 
@@ -167,7 +169,9 @@ def permute_heads(
         progress: a tqdm bar over the scopes.
 
     Every scope uses the same instances; each draws its permutations from its own
-    generator seeded with (seed, scope, layer, head).
+    generator seeded with (seed, scope, layer, head). The scopes run at once, one per free
+    core, each on one thread (:func:`attnlib.train.run_concurrently`), so the table is the
+    same bits on any number of cores.
     """
     model = check_model(model)
     layers, heads = _shape(model)
@@ -177,7 +181,6 @@ def permute_heads(
     unknown = [s for s in scopes if s not in SCOPES]
     if unknown or not scopes:
         raise ValueError(f"scopes must be a non-empty subset of {SCOPES}, got {scopes!r}")
-    from tqdm.auto import tqdm
 
     jobs = []
     if "head" in scopes:
@@ -187,20 +190,27 @@ def permute_heads(
     if "all" in scopes:
         jobs.append(("all", -1, -1))
 
-    rows, medians, base = [], {}, None
-    for scope, layer, head in tqdm(jobs, desc="permuting heads", unit="scope", disable=not progress, mininterval=1.0):
+    def permute(scope: str, layer: int, head: int):
         job_seed = int(np.random.SeedSequence([seed, SCOPES.index(scope), layer + 1, head + 1]).generate_state(1)[0])
-        if scope == "head":
-            r = counterfactual.permute_attention(model, split, n_permutations=P, seed=seed,
-                                                 max_instances=max_instances, site=Site(layer, head),
-                                                 permutation_seed=job_seed, chunk_size=chunk_size)
-            tvd, predicted, labels, own = r.all_tvd, r.all_predicted, r.labels, r.predicted
-        else:
+        with training_threads(device_of(model)):
+            if scope == "head":
+                r = counterfactual.permute_attention(model, split, n_permutations=P, seed=seed,
+                                                     max_instances=max_instances, site=Site(layer, head),
+                                                     permutation_seed=job_seed, chunk_size=chunk_size)
+                return r.all_tvd, r.all_predicted, r.labels, r.predicted
             sites = [s for s in model.sites if scope == "all" or s.layer == layer]
             with runs.experiment(model, split, seed=seed, max_instances=max_instances, chunk_size=chunk_size,
                                   rows=_ROWS, cost=lambda T, H: (P + 1) * T * 8 * H, budget=_BUDGET) as run:
                 tvd, predicted, y_hat = _permute_scope(run, sites, P, np.random.default_rng(job_seed))
-                labels, own = run.labels, y_hat.argmax(-1)
+                return tvd, predicted, run.labels, y_hat.argmax(-1)
+
+    # a head recomputes the layers from its own up; a layer or every head runs the whole model
+    costs = [layers - layer if scope == "head" else layers for scope, layer, _ in jobs]
+    with eval_mode(model):  # once around every job: jobs at once must not restore each other's mode
+        done = run_concurrently([partial(permute, *job) for job in jobs], progress=progress,
+                                description="permuting heads", unit="scope", costs=costs)
+    rows, medians, base = [], {}, None
+    for (scope, layer, head), (tvd, predicted, labels, own) in zip(jobs, done):
         if base is None:
             base = float((own == labels).mean())
         median = np.median(tvd, axis=1)
@@ -243,16 +253,28 @@ def adversarial_heads(
     [CLS] row alone, of the same eps-max candidate), kept (candidates within eps).
     ``chunk_size``: instances per tensor program (None: sized by a memory budget); any value
     gives the same rows.
+
+    The sites are searched at once, one per free core, each on one thread
+    (:func:`attnlib.train.run_concurrently`, longest first: a lower head recomputes more
+    layers), so the rows are the same bits on any number of cores.
     """
-    sites = check_sites(sites, *_shape(model))
+    layers, heads = _shape(model)
+    sites = check_sites(sites, layers, heads)
     if not sites:
         raise ValueError("sites must name at least one head")
-    from tqdm.auto import tqdm
 
+    def search(site: Site):
+        with training_threads(device_of(model)):
+            return counterfactual.adversarial_attention(model, split, eps=eps, k=k, steps=steps, lr=lr, seed=seed,
+                                                        max_instances=max_instances, site=site,
+                                                        chunk_size=chunk_size)
+
+    with eval_mode(model):  # once around every search: searches at once must not restore each other's mode
+        found = run_concurrently([partial(search, site) for site in sites], progress=progress,
+                                 description="adversarial heads", unit="head",
+                                 costs=[layers - site.layer for site in sites])  # the layers each recomputes
     frames = []
-    for site in tqdm(sites, desc="adversarial heads", unit="head", disable=not progress, mininterval=1.0):
-        r = counterfactual.adversarial_attention(model, split, eps=eps, k=k, steps=steps, lr=lr, seed=seed,
-                                                 max_instances=max_instances, site=site, chunk_size=chunk_size)
+    for site, r in zip(sites, found):
         n = len(r)
         best = np.where(r.best[:, None, None] < 0, r.alpha, r.candidates[np.arange(n), np.maximum(r.best, 0)])
         cls = metrics.jsd(torch.from_numpy(best[:, 0]).double(), torch.from_numpy(r.alpha[:, 0]).double(),

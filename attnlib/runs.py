@@ -35,7 +35,7 @@ from ._checks import check_positive_int, check_seed
 from .data import Batch, Split, stratified_positions
 from .models.protocol import Site, SiteState, check_model, device_of, eval_mode
 
-__all__ = ["InstanceResult", "Run", "experiment", "select", "take", "chunks", "instance_seed", "instance_uniform",
+__all__ = ["InstanceResult", "Run", "experiment", "select", "take", "chunks", "PASS_ELEMENTS", "rows_per_pass", "instance_seed", "instance_uniform",
            "warn_excluded"]
 
 
@@ -106,6 +106,20 @@ def chunks(lengths: np.ndarray, rows: int, cost: Callable[[int], float], budget:
         out.append(order[start:stop])
         start = stop
     return out
+
+
+#: Tensor elements (rows x the model's ``token_cost``) of one pass over many perturbed rows: a
+#: transformer's token costs about ten times a BiLSTM's (every layer's FFN and T x T heads), and
+#: 65,536 of its tokens in one pass took about 0.8 GB at peak (chapters 14 and 15). 2**24 is
+#: exactly 65,536 tokens of J&W's BiLSTM (H = 256), so its passes stay as they were.
+PASS_ELEMENTS = 2**24
+
+
+def rows_per_pass(model, width: int, max_tokens: int, budget: int | None = None) -> int:
+    """Rows padded to ``width`` tokens in one pass: at most ``max_tokens`` tokens and ``budget``
+    elements (None: :data:`PASS_ELEMENTS`) by ``model.token_cost(width)``; at least 1."""
+    budget = PASS_ELEMENTS if budget is None else budget
+    return max(1, min(max_tokens // width, budget // max(1, int(model.token_cost(width)))))
 
 
 def instance_seed(seed: int, index: int) -> int:

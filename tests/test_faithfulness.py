@@ -88,6 +88,24 @@ def test_faithfulness_matches_the_per_instance_loop(family, split, lstm, transfo
     np.testing.assert_allclose(frame["comprehensiveness"].to_numpy(), res.comprehensiveness.reshape(-1))
 
 
+def test_a_transformers_passes_fit_the_element_budget(split, transformer, monkeypatch):
+    """Each pass over the reduced inputs holds at most runs.PASS_ELEMENTS elements by the model's
+    token_cost (a transformer's token costs far more than a BiLSTM's); the scores stay the same."""
+    from attnlib import runs
+
+    scores = {"a": random_scores(split, 2)}
+    base = faithfulness(transformer, split, scores)
+    budget = 4 * transformer.token_cost(12)
+    monkeypatch.setattr(runs, "PASS_ELEMENTS", budget)
+    passes, real = [], runs.rows_per_pass
+    monkeypatch.setattr(runs, "rows_per_pass", lambda m, w, t: passes.append((real(m, w, t), w)) or passes[-1][0])
+    small = faithfulness(transformer, split, scores)
+    assert len(passes) > 2 * 5  # many passes, each within the budget (or one row)
+    assert all(rows == 1 or rows * transformer.token_cost(width) <= budget for rows, width in passes)
+    np.testing.assert_allclose(small.comprehensiveness, base.comprehensiveness, atol=1e-6)
+    np.testing.assert_allclose(small.sufficiency, base.sufficiency, atol=1e-6)
+
+
 def test_results_do_not_depend_on_chunk_size_or_max_tokens(split, lstm, chunk_atol):
     scores = {"a": random_scores(split, 2)}
     base = faithfulness(lstm, split, scores)

@@ -576,16 +576,16 @@ def test_transformer_loo_equals_one_forward_per_deletion(n_classes):
 
 
 def test_loo_chunks_fit_the_element_budget_of_the_model(monkeypatch):
-    """A pass of leave-one-out holds at most _LOO_BUDGET elements by the model's token_cost (a
+    """A pass of leave-one-out holds at most runs.PASS_ELEMENTS elements by the model's token_cost (a
     transformer's token costs far more than a BiLSTM's); the scores do not depend on the chunks."""
-    from attnlib.experiments import importance as module
+    from attnlib import runs
 
     model, batch = tiny_transformer(), random_batch()
     ref = leave_one_out(model, batch)
     widths = []
     model.register_forward_pre_hook(lambda m, args: widths.append(tuple(args[0].shape)))
     budget = 3 * model.token_cost(int(batch.tokens.shape[1]))
-    monkeypatch.setattr(module, "_LOO_BUDGET", budget)
+    monkeypatch.setattr(runs, "PASS_ELEMENTS", budget)
     torch.testing.assert_close(leave_one_out(model, batch), ref, atol=1e-6, rtol=0)
     passes = [(rows, width) for rows, width in widths[1:]]  # the first call is y-hat(x) itself
     assert len(passes) > 1 and all(rows * model.token_cost(width) <= budget for rows, width in passes)
@@ -594,11 +594,12 @@ def test_loo_chunks_fit_the_element_budget_of_the_model(monkeypatch):
 
 def test_loo_chunks_of_the_bilstm_stay_bounded_by_tokens():
     """For J&W's BiLSTM (H = 256) the element budget is exactly 65,536 tokens: its chunks are as before."""
+    from attnlib import runs
     from attnlib.experiments import importance as module
 
     model = AttentionClassifier(50, ModelConfig(encoder="lstm", attention="tanh"))
     for width in (3, 17, 64, 1000):
-        assert module._LOO_BUDGET // model.token_cost(width) == module.MAX_TOKENS // width
+        assert runs.rows_per_pass(model, width, module.MAX_TOKENS) == module.MAX_TOKENS // width
 
 
 @pytest.mark.parametrize("replacement", (UNK, PAD, 17))

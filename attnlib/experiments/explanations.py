@@ -292,7 +292,7 @@ def _rows_over_words(values: torch.Tensor, words: torch.Tensor, normalise: bool)
 
 def _ig_rows(model, T: int) -> int:
     """Interpolated rows per forward pass: 2**13 tokens, fewer where the model's cost would pass the budget."""
-    return max(1, min(_IG_TOKENS // T, _IG_BUDGET // max(1, model.token_cost(T))))
+    return runs.rows_per_pass(model, T, _IG_TOKENS, _IG_BUDGET)
 
 
 def integrated_gradients(model, tokens: torch.Tensor, *, steps: int = IG_STEPS, target=None):

@@ -409,7 +409,8 @@ def _reduced_inputs(tokens: torch.Tensor, keep: torch.Tensor, pad_id: int, unk_i
 
 
 def _probs_of_rows(model, rows: torch.Tensor, max_tokens: int) -> torch.Tensor:
-    """``model(rows).probs`` for many rows: sorted by length, in padded batches of at most ``max_tokens`` tokens."""
+    """``model(rows).probs`` for many rows: sorted by length, in padded batches of at most ``max_tokens`` tokens
+    (and :data:`attnlib.runs.PASS_ELEMENTS` elements by the model's ``token_cost``)."""
     lengths = (rows != model.pad_id).sum(-1)
     order = torch.argsort(lengths, descending=True, stable=True)
     lens = lengths[order].tolist()
@@ -417,7 +418,7 @@ def _probs_of_rows(model, rows: torch.Tensor, max_tokens: int) -> torch.Tensor:
     start = 0
     while start < len(lens):
         width = lens[start]
-        stop = min(len(lens), start + max(1, max_tokens // width))
+        stop = min(len(lens), start + runs.rows_per_pass(model, width, max_tokens))
         idx = order[start:stop]
         probs = model(rows[idx, :width]).probs
         if out is None:

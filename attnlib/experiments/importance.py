@@ -77,11 +77,6 @@ ALPHA_LEVEL = 0.05
 MAX_TOKENS = 65_536
 # ... and on its rows (perturbed sequences).
 _MAX_ROWS = 4096
-# ... and on its elements (rows x the model's token_cost): a transformer's token costs about ten
-# times a BiLSTM's (every layer's FFN and T x T heads), and 65,536 of its tokens in one pass took
-# 0.77 GB at peak (chapter 14). 2**24 is exactly 65,536 tokens of J&W's BiLSTM (H = 256), so
-# their chunks stay as they were.
-_LOO_BUDGET = 2**24
 # importance(): about this many instances per length bucket, fewer where (n, T, H) would pass the budget.
 _IMPORTANCE_ROWS = 64
 _IMPORTANCE_BUDGET = 2**24
@@ -288,8 +283,7 @@ def _loo(
         width = lens[start]
         while group_end[g] <= start:
             g += 1
-        per_row = min(max_tokens // width, _LOO_BUDGET // max(1, int(model.token_cost(width))))
-        stop = min(int(group_end[g]), start + _MAX_ROWS, start + max(1, per_row))
+        stop = min(int(group_end[g]), start + _MAX_ROWS, start + runs.rows_per_pass(model, width, max_tokens))
         b, t = row_b[start:stop], row_t[start:stop]
         cols = torch.arange(width, device=device)
         if delete:
@@ -337,8 +331,9 @@ def leave_one_out(
             positions).
         replacement: token id used by ``mode="replace"`` (default UNK).
         max_tokens: the memory bound: rows x padded width of one forward pass (and at
-            most 4,096 rows, and at most 2**24 elements by the model's ``token_cost``:
-            about 6,600 tokens of the book's transformer, 65,536 of J&W's BiLSTM). All sum_b n_b perturbed sequences of the batch are
+            most 4,096 rows, and at most :data:`attnlib.runs.PASS_ELEMENTS` elements by the
+            model's ``token_cost``: about 6,600 tokens of the book's transformer, 65,536 of
+            J&W's BiLSTM). All sum_b n_b perturbed sequences of the batch are
             built with index arithmetic (no loop over tokens), sorted by length and run in
             as few such chunks as the bound allows (for the BiLSTM, chunks of rows of one
             length, run without packing). Deletion from a BiLSTM reuses the states of x:

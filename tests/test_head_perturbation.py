@@ -185,22 +185,6 @@ def test_adversarial_heads_are_searched_at_once_with_the_bits_of_one_thread(monk
 
 
 # ----------------------------------------------------------------------------- every head, layer, model
-def test_permute_heads_gives_the_same_table_on_one_core_or_two(monkeypatch):
-    """The scopes run at once on two cores, one thread each, or one after another on one core:
-    the same table and medians, bit for bit."""
-    import attnlib.train
-
-    model, batch = _model(), _batch()
-    tables = []
-    for slots in (2, 1):
-        monkeypatch.setattr(attnlib.train, "training_slots", lambda slots=slots: slots)
-        tables.append(hp.permute_heads(model, batch, n_permutations=4, seed=3))
-    two, one = tables
-    assert two.table.equals(one.table) and two.base_accuracy == one.base_accuracy
-    assert all(np.array_equal(two.median_tvd[key], one.median_tvd[key]) for key in one.median_tvd)
-    assert len(two.table) == 4 + 2 + 1
-
-
 def test_permute_heads_table_grid_and_a_silent_layer():
     """Oracle: with layer 0's output projection zeroed, permuting layer 0 (any head, or all) changes nothing."""
     model = _model()

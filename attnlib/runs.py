@@ -35,8 +35,8 @@ from ._checks import check_positive_int, check_seed
 from .data import Batch, Split, stratified_positions
 from .models.protocol import Site, SiteState, check_model, device_of, eval_mode
 
-__all__ = ["InstanceResult", "Run", "experiment", "select", "take", "chunks", "PASS_ELEMENTS", "rows_per_pass", "instance_seed", "instance_uniform",
-           "warn_excluded"]
+__all__ = ["InstanceResult", "Run", "experiment", "select", "take", "chunks", "PASS_ELEMENTS", "rows_per_pass",
+           "instance_seed", "instance_uniform", "warn_excluded"]
 
 
 def select(split_or_batch, max_instances: int | None, seed: int) -> Batch:

@@ -373,8 +373,8 @@ class TransformerClassifier(BookTokens, nn.Module):
         at less cost: masks that mask the same heads below a layer share that layer's input
         and its attention, so layer l's attention runs once per distinct set of heads masked
         in layers 0..l-1 and the rest of it once per distinct set masked in layers 0..l (a
-        depth-first walk that holds one state per layer). Needs eval mode (no dropout): shared layers
-        would draw one dropout mask for several outputs.
+        depth-first walk that holds one state per layer). Needs eval mode (no dropout):
+        shared layers would draw one dropout mask for several outputs.
         """
         if self.training and self.config.dropout > 0:
             raise ValueError("masked_probabilities shares layers between masks: call it in eval mode (model.eval())")

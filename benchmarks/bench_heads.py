@@ -73,7 +73,7 @@ def masking_loop(model, batches):
 def one_backward(model, batches):
     from attnlib.head_importance import head_importance
 
-    return head_importance(model, batches, normalize=False)
+    return head_importance(model, batches, normalise=False)
 
 
 def bench_heads(repeats: int = 3, threads: int | None = 1) -> dict:
@@ -197,7 +197,67 @@ def bench_head_permutations(repeats: int = 2, threads: int | None = 1, n_permuta
     return {"batched_s": b, "loop_s": l_, "ratio": l_ / b, "median_tvd_gap": gap, "threads": n_threads}
 
 
-BENCHMARKS = {"heads": bench_heads, "head_permutations": bench_head_permutations}
+def _pruning_masks(model, orders: int = 5, seed: int = 0) -> list:
+    """Every distinct set of heads that Michel et al.'s pruning visits in ``orders`` random orders
+    (attnlib.head_importance.prune_randomly's orders, levels 0 .. L x h)."""
+    import numpy as np
+
+    L, h = model.config.layers, model.config.heads
+    sets = {}
+    for r in range(orders):
+        scores = np.random.default_rng([seed, r]).random((L, h))
+        ranked = [model.sites[i] for i in np.argsort(scores.ravel(), kind="stable")]
+        sets.update({frozenset(ranked[:n]): None for n in range(L * h + 1)})
+    return list(sets)
+
+
+def bench_masking(repeats: int = 3, threads: int | None = 1) -> dict:
+    """Chapter 12's pruning masks through TransformerClassifier.masked_probabilities (layers shared
+    between masks) against one forward pass per mask; the outputs must be the same bits."""
+    import attnlib  # noqa: F401  (first: importing it sizes torch's thread pool, which is set below)
+    import torch
+
+    from attnlib.head_importance import mask_heads
+
+    before = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(threads)
+    try:
+        model, batches = _setup()
+        masks = _pruning_masks(model)
+
+        def shared():
+            with torch.no_grad():
+                return torch.cat([model.masked_probabilities(b, masks) for b in batches], 1)
+
+        def per_mask():
+            with torch.no_grad():
+                return torch.cat([torch.stack([model(b, edits=mask_heads(m) if m else None).probs for m in masks])
+                                  for b in batches], 1)
+
+        if not torch.equal(shared(), per_mask()):
+            raise AssertionError("masked_probabilities differs from one forward pass per mask")
+        fast, slow = [], []
+        for _ in range(repeats):  # interleaved: both sides see the same machine load
+            start = time.perf_counter()
+            shared()
+            fast.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            per_mask()
+            slow.append(time.perf_counter() - start)
+        n_threads = torch.get_num_threads()
+    finally:
+        torch.set_num_threads(before)
+    a, b = statistics.median(fast), statistics.median(slow)
+    print(
+        f"head masking, {model.config.name} on {N_SENTENCES} random sentences, the {len(masks)} distinct masks of "
+        f"5 random pruning orders: shared layers {a:.3f} s, one forward pass per mask {b:.3f} s, ratio {b / a:.1f}x "
+        f"(the same bits), {n_threads} torch thread(s)"
+    )
+    return {"shared_s": a, "per_mask_s": b, "ratio": b / a, "masks": len(masks), "threads": n_threads}
+
+
+BENCHMARKS = {"heads": bench_heads, "head_permutations": bench_head_permutations, "masking": bench_masking}
 
 if __name__ == "__main__":
     import sys

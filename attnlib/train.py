@@ -401,6 +401,7 @@ def run_concurrently(
     description: str = "training",
     costs: Sequence[float] | None = None,
     unit: str = "model",
+    labels: Sequence[str] | None = None,
 ) -> list:
     """Run independent training jobs at once, one per free core; return their results in order.
 
@@ -416,6 +417,8 @@ def run_concurrently(
     does not start last and run alone (longest-processing-time-first scheduling).
 
     One progress bar counts the models; it names the models in training and their epochs.
+    ``labels`` (optional, one string per job) name the running jobs on the bar until their
+    training reports an epoch, e.g. for jobs that are not :func:`train_model`.
     When a job raises, the others stop at their next batch and the first error (in job
     order) is raised.
     """
@@ -432,6 +435,10 @@ def run_concurrently(
         costs = [float(c) for c in costs]
         if len(costs) != len(jobs) or not all(np.isfinite(costs)):
             raise ValueError(f"costs must be {len(jobs)} finite numbers, one per job")
+    if labels is not None:
+        labels = list(labels)
+        if len(labels) != len(jobs) or not all(isinstance(label, str) for label in labels):
+            raise ValueError(f"labels must be {len(jobs)} strings, one per job")
     workers = min(workers, len(jobs))
     if getattr(_JOB, "stop", None) is not None:
         workers = 1  # called from a job of an outer run_concurrently: its cores are taken already
@@ -458,6 +465,10 @@ def run_concurrently(
                 show()
 
         _JOB.reporter = reporter
+        if labels is not None:
+            with lock:
+                running[i] = labels[i]
+                show()
         try:
             return job()
         finally:

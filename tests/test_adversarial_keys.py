@@ -179,6 +179,18 @@ def test_sweep_has_one_row_per_layer_and_alpha(model, tiny_dataset, monkeypatch)
             one.jsd, one.accuracy, one.output_tvd, one.history[-1]["loss"])
 
 
+def test_a_cached_sweep_hashes_the_model_once_and_shares_the_single_runs_entries(model, tiny_dataset, monkeypatch):
+    hashed = []
+    real = ak._state_fingerprint
+    monkeypatch.setattr(ak, "_state_fingerprint", lambda module: hashed.append(1) or real(module))
+    settings = dict(epochs=1, hidden=32, batch_size=32, max_train=32, progress=False, seed=7)
+    frame = ak.adversarial_keys_sweep(model, tiny_dataset.train, tiny_dataset.test, layers=[0, 1], alphas=(0.5, 1.0),
+                                      **settings)
+    assert len(hashed) == 1 and not frame.from_cache.any()
+    one = ak.adversarial_keys(model, tiny_dataset.train, tiny_dataset.test, layer=1, alpha=0.5, **settings)
+    assert one.from_cache and one.jsd == frame.jsd[2]
+
+
 # ----------------------------------------------------------------------------- errors
 @pytest.mark.parametrize("kwargs, match", [
     (dict(layer=2), "layer must be an int in 0 .. 1"),

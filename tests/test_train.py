@@ -233,6 +233,23 @@ def test_run_concurrently_returns_in_order_and_a_failure_stops_the_rest(small):
     assert torch.get_num_threads() >= 1
 
 
+def test_run_concurrently_names_running_jobs_by_their_labels(capsys):
+    import time
+
+    def job(seconds):
+        time.sleep(seconds)
+        return seconds
+
+    jobs = [lambda: job(1.3), lambda: job(2.6)]
+    assert train.run_concurrently(jobs, workers=2, labels=["first run", "second run"], unit="run") == [1.3, 2.6]
+    shown = capsys.readouterr().err
+    assert "second run" in shown  # still running when the first finished and the bar redrew
+    with pytest.raises(ValueError, match="labels"):
+        train.run_concurrently(jobs, workers=2, labels=["one label"])
+    with pytest.raises(ValueError, match="labels"):
+        train.run_concurrently(jobs, workers=2, labels=["a", 2])
+
+
 def test_run_concurrently_and_train_models_reject_bad_input(small):
     with pytest.raises(ValueError, match="callable"):
         train.run_concurrently([1, 2])

@@ -387,14 +387,26 @@ def _split_fingerprint(split: Split) -> str:
 _STORED = ("accuracy", "base_accuracy", "jsd", "output_tvd", "history", "n_train", "n_test", "train_seconds")
 
 
-def _run(model, train_split: Split, test_split: Split, s: dict) -> AdversarialKeysResult:
-    """One validated run: from the cache, or trained and evaluated (and saved)."""
+def _fingerprints(model, train_split: Split, test_split: Split) -> dict:
+    """The cache key's hashes of the model's weights and both splits (computed once per sweep)."""
+    return {"model": _state_fingerprint(model), "train": _split_fingerprint(train_split),
+            "test": _split_fingerprint(test_split)}
+
+
+def _run(model, train_split: Split, test_split: Split, s: dict, fingerprints: dict | None = None
+         ) -> AdversarialKeysResult:
+    """One validated run: from the cache, or trained and evaluated (and saved).
+
+    ``fingerprints``: :func:`_fingerprints` of these arguments, when the caller has them.
+    """
     device = device_of(model)
     key = None
     if s["use_cache"]:
+        if fingerprints is None:
+            fingerprints = _fingerprints(model, train_split, test_split)
         key = cache.cache_key(
-            kind="adversarial-keys", objective=_OBJECTIVE_VERSION, model=_state_fingerprint(model),
-            config=model.config.to_dict(), train=_split_fingerprint(train_split), test=_split_fingerprint(test_split),
+            kind="adversarial-keys", objective=_OBJECTIVE_VERSION, model=fingerprints["model"],
+            config=model.config.to_dict(), train=fingerprints["train"], test=fingerprints["test"],
             settings={k: v for k, v in s.items() if k not in ("use_cache", "progress")}, device=device.type,
             attnlib=cache.code_version(modules=[__name__]),  # the training core and this module's loss
         )
@@ -543,9 +555,11 @@ def adversarial_keys_sweep(
     s = _settings(model, train_split, test_split, 0, 0.0, hidden, epochs, batch_size, lr, seed, max_train,
                   use_cache, progress)
     runs = [(layer, alpha) for layer in _check_layers(layers, model) for alpha in _check_alphas(alphas)]
-    jobs = [partial(_run, model, train_split, test_split, {**s, "layer": layer, "alpha": alpha, "progress": False})
-            for layer, alpha in runs]
+    fingerprints = _fingerprints(model, train_split, test_split) if s["use_cache"] else None
+    jobs = [partial(_run, model, train_split, test_split, {**s, "layer": layer, "alpha": alpha, "progress": False},
+                    fingerprints) for layer, alpha in runs]
     with _frozen(model):  # once around every run: runs at once must not restore each other's flags
-        results = run_concurrently(jobs, progress=s["progress"], description="adversarial keys", unit="run")
+        results = run_concurrently(jobs, progress=s["progress"], description="adversarial keys", unit="run",
+                                   labels=[f"layer {layer}, α={alpha:g}" for layer, alpha in runs])
     rows = [result.summary() for result in results]
     return pd.DataFrame(rows)

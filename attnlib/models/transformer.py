@@ -326,14 +326,19 @@ class TransformerClassifier(BookTokens, nn.Module):
         the last layer's work. It computes all rows (Q = T) when it has an edit that sees
         whole (B, T, T) rows, i.e. one that is not a :class:`~attnlib.models.heads.RowEdit`.
         """
-        layer = self.layers[index]
-        only_cls = index == len(self.layers) - 1 and rowwise(head_edits)
-        if attended is None:
-            probs, v = layer.attend(x, visible, key_edit, first_query_only=only_cls)
-        else:
-            probs, v = attended
+        probs, v = self._attend(index, x, visible, head_edits, key_edit) if attended is None else attended
         probs = apply_edits(probs, head_edits, key_mask)
-        return layer.finish(x, probs, v), probs
+        return self.layers[index].finish(x, probs, v), probs
+
+    def _attend(self, index: int, x: torch.Tensor, visible: torch.Tensor, head_edits: dict | None,
+                key_edit=None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Layer ``index``'s ``attend`` of x, ready for ``head_edits``: (probs, values).
+
+        Only the [CLS] query row after the last layer when every edit there is a row edit
+        (:meth:`_step`); all rows otherwise.
+        """
+        only_cls = index == len(self.layers) - 1 and rowwise(head_edits)
+        return self.layers[index].attend(x, visible, key_edit, first_query_only=only_cls)
 
     def _top(self, x: torch.Tensor, key_mask: torch.Tensor, visible: torch.Tensor, start: int, edits: dict,
              key_edits: dict | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -399,10 +404,12 @@ class TransformerClassifier(BookTokens, nn.Module):
             for k in group:
                 heads = tuple(sorted(site.head for site in masks[k] if site.layer == index))
                 branches.setdefault(heads, []).append(k)
-            # a mask changes a layer after its softmax: the branches share the layer's attend
-            attended = self.layers[index].attend(x, visible, first_query_only=index == L - 1)
+            edits = {heads: {head: MASK for head in heads} for heads in branches}
+            # a mask changes a layer after its softmax: the branches share the layer's attend,
+            # made ready for all their edits at once (their union holds every edit's kind)
+            attended = self._attend(index, x, visible, {head: e for one in edits.values() for head, e in one.items()})
             for heads, members in branches.items():
-                y, _ = self._step(index, x, key_mask, visible, {head: MASK for head in heads}, attended=attended)
+                y, _ = self._step(index, x, key_mask, visible, edits[heads], attended=attended)
                 walk(y, index + 1, members)
 
         walk(h, 0, list(range(len(masks))))

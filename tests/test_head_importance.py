@@ -271,6 +271,8 @@ def test_models_without_shared_masking_give_the_same_tables(monkeypatch):
         assert a[columns].equals(b[columns])
     for a, b in zip(shared[1]["correct"], alone[1]["correct"]):
         assert np.array_equal(a, b)
+    model.masked_probabilities = None  # the protocol's "None or absent"
+    assert head_ablation(model, split, batch_size=5).equals(alone[0])
 
 
 def test_the_mask_is_a_row_edit_so_the_last_layer_still_computes_only_the_cls_row():

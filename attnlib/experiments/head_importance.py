@@ -28,6 +28,12 @@ iterable of batches (e.g. ``model.batches(texts, labels, batch_size=...)``); any
 ``.labels`` that the model takes. Instances are batched (no loop over instances), the model
 runs in eval mode (its previous mode restored after), its parameters never get gradients,
 and a run gives the same numbers twice.
+
+Optional, for speed, like the token-level ones of :mod:`attnlib.models.protocol`:
+``masked_probabilities(batch, masks)``, the probabilities (K, B, C) with each of K sets of
+heads masked, bit for bit those of ``model(batch, edits=mask_heads(mask))``. The book's
+transformer has it (masks share the layers below their first masked head); a family
+without it (None or absent) runs one forward pass per mask, with the same numbers.
 """
 from __future__ import annotations
 
@@ -204,18 +210,18 @@ def _correct(model, batches: list, masks: list, n_classes: int) -> list[np.ndarr
     """Per mask (a collection of Sites, empty: none masked), (N,) bool: is the model's prediction
     right with those heads masked, for every instance (batch order).
 
-    A model with ``masked_probabilities`` (the book's transformer) runs all the masks of a
-    batch in one call, sharing the layers below each mask's first masked head; any other
-    model runs ``model(batch, edits=mask_heads(mask))`` per mask. Both give the same bits.
+    A model with the optional ``masked_probabilities`` (module docstring) runs all the masks
+    of a batch in one call; any other runs ``model(batch, edits=mask_heads(mask))`` per mask.
+    Both give the same bits.
     """
     device = device_of(model)
-    shared = callable(getattr(model, "masked_probabilities", None))
+    shared = getattr(model, "masked_probabilities", None)
     out: list[list] = [[] for _ in masks]
     with torch.no_grad():
         for batch in batches:
             labels = _labels(batch, n_classes, device)
-            if shared:
-                probs = model.masked_probabilities(batch, masks)
+            if shared is not None:
+                probs = shared(batch, masks)
             else:
                 probs = [model(batch, edits=mask_heads(mask) if mask else None).probs for mask in masks]
             for k, p in enumerate(probs):

@@ -188,6 +188,8 @@ def _registry() -> dict:
     """kendall and chapters, plus every BENCHMARKS dict of a benchmarks/bench_*.py module."""
     import importlib.util
 
+    import attnlib  # noqa: F401 - first, as in the chapters: some modules import numpy, whose kernels it pins
+
     found = {"kendall": bench_kendall}
     for path in sorted(Path(__file__).parent.glob("bench_*.py")):
         spec = importlib.util.spec_from_file_location(path.stem, path)

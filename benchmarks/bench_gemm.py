@@ -15,6 +15,14 @@ what leaving MKL would save on the GEMMs (above 1: OpenBLAS faster). It also pri
 of each library's products of seeded inputs (numpy's PCG64, the same on every machine), to
 compare across CPUs. Neither library gives a row the same bits in every split of its batch (MKL
 does at splits that are multiples of 8), so the book's fixed chunking stays what fixes them.
+
+    .venv/bin/python benchmarks/run.py gemm-training
+
+What that would save end to end: one training epoch of the small transformer and of J&W's
+BiLSTM on rt-polarity (one thread), with torch's ``F.linear`` as it is and with a prototype
+that computes it with numpy's OpenBLAS (forward and backward), interleaved. The attention's
+own products (``torch.matmul``) stay on MKL. The prototype lives here, not in attnlib: moving
+the book's GEMMs retrains every model, and waits on the cross-CPU kit (README).
 """
 from __future__ import annotations
 
@@ -101,4 +109,74 @@ def bench_gemm(repeats: int = 5, inner: int = 5) -> dict:
             "target": "a measurement for the choice of GEMM library; the ratio is reported, not a target"}
 
 
-BENCHMARKS = {"gemm": bench_gemm}
+def _openblas_linear():
+    """A drop-in ``F.linear`` whose products run in numpy's OpenBLAS (CPU float32; torch's otherwise)."""
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+
+    torch_linear = F.linear
+
+    class Linear(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, w, b):
+            ctx.save_for_backward(x, w)
+            ctx.has_bias = b is not None
+            y = np.matmul(x.reshape(-1, x.shape[-1]).numpy(), w.numpy().T)
+            if b is not None:
+                y += b.numpy()
+            return torch.from_numpy(y.reshape(*x.shape[:-1], w.shape[0]))
+
+        @staticmethod
+        def backward(ctx, g):
+            x, w = ctx.saved_tensors
+            g2 = g.reshape(-1, g.shape[-1]).contiguous().numpy()
+            gx = gw = gb = None
+            if ctx.needs_input_grad[0]:
+                gx = torch.from_numpy(np.matmul(g2, w.numpy()).reshape(x.shape))
+            if ctx.needs_input_grad[1]:
+                gw = torch.from_numpy(np.matmul(g2.T, x.reshape(-1, x.shape[-1]).numpy()))
+            if ctx.has_bias and ctx.needs_input_grad[2]:
+                gb = torch.from_numpy(g2.sum(0))
+            return gx, gw, gb
+
+    def linear(x, w, b=None):
+        if x.device.type == "cpu" and x.dtype == w.dtype == torch.float32 and x.is_contiguous():
+            return Linear.apply(x, w, b)
+        return torch_linear(x, w, b)
+
+    return torch_linear, linear
+
+
+def bench_gemm_training(repeats: int = 2) -> dict:
+    import torch.nn.functional as F
+
+    from attnlib import data, train
+    from attnlib.models import TransformerConfig
+
+    ds = data.load_dataset("rt-polarity", max_eval=60, seed=0)
+    recipes = {"transformer": dict(config=TransformerConfig(layers=4, heads=4, head_dim=32)),
+               "BiLSTM": dict(encoder="lstm")}
+    torch_linear, openblas_linear = _openblas_linear()
+    times: dict = {}
+    try:
+        for _ in range(repeats):
+            for name, recipe in recipes.items():
+                for side, fn in (("MKL", torch_linear), ("OpenBLAS", openblas_linear)):
+                    F.linear = fn
+                    start = time.perf_counter()
+                    train.train_model(ds, **recipe, epochs=1, use_cache=False, progress=False)
+                    times.setdefault((name, side), []).append(time.perf_counter() - start)
+    finally:
+        F.linear = torch_linear
+    out = {"name": "gemm-training"}
+    for name in recipes:
+        m, o = statistics.median(times[(name, "MKL")]), statistics.median(times[(name, "OpenBLAS")])
+        print(f"one {name} epoch on rt-polarity, 1 thread: F.linear on MKL's pinned branch {m:.1f} s, "
+              f"on the pinned OpenBLAS {o:.1f} s: {m / o:.2f}x", flush=True)
+        out[f"{name}_ratio"] = round(m / o, 2)
+    out["target"] = "a measurement for the choice of GEMM library; the ratios are reported, not targets"
+    return out
+
+
+BENCHMARKS = {"gemm": bench_gemm, "gemm-training": bench_gemm_training}

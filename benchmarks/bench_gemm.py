@@ -18,11 +18,19 @@ does at splits that are multiples of 8), so the book's fixed chunking stays what
 
     .venv/bin/python benchmarks/run.py gemm-training
 
-What that would save end to end: one training epoch of the small transformer and of J&W's
+What moving them would save end to end: one training epoch of the small transformer and of J&W's
 BiLSTM on rt-polarity (one thread), with torch's ``F.linear`` as it is and with a prototype
 that computes it with numpy's OpenBLAS (forward and backward), interleaved. The attention's
 own products (``torch.matmul``) stay on MKL. The prototype lives here, not in attnlib: moving
-the book's GEMMs retrains every model, and waits on the cross-CPU kit (README).
+the book's GEMMs retrains every model, and waits on the gate below (README).
+
+    .venv/bin/python benchmarks/run.py gemm-gate
+
+The gate before the book's GEMMs may move (README): digests to compare between an Intel and an
+AMD CPU, with the same wheels on both. OpenBLAS's products of the seeded inputs, and the state
+dict after one epoch of the golden-digest recipe (J&W's BiLSTM, seed 0, rt-polarity) and of the
+small transformer, each trained with ``F.linear`` on the pinned OpenBLAS. Equal lines on both
+CPUs pass the gate; the CPU and attnlib's kernel status are printed beside them.
 """
 from __future__ import annotations
 
@@ -179,4 +187,38 @@ def bench_gemm_training(repeats: int = 2) -> dict:
     return out
 
 
-BENCHMARKS = {"gemm": bench_gemm, "gemm-training": bench_gemm_training}
+def bench_gemm_gate() -> dict:
+    import platform
+
+    import numpy as np
+    import torch.nn.functional as F
+
+    from attnlib import cpu, data, train
+    from attnlib.models import TransformerConfig
+
+    cpu_name = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
+                    platform.processor())
+    print(f"{cpu_name}; {cpu.status()}; numpy {np.__version__}", flush=True)
+    products = _digest([np.matmul(a, b) for a, b in _inputs()])
+    print(f"OpenBLAS products of the seeded inputs: {products}", flush=True)
+    ds = data.load_dataset("rt-polarity", max_eval=60, seed=0)  # the golden-digest recipe's data
+    torch_linear, openblas_linear = _openblas_linear()
+    out = {"name": "gemm-gate", "cpu": cpu_name, "products": products}
+    F.linear = openblas_linear
+    try:
+        for name, recipe in (("BiLSTM", dict(encoder="lstm")),
+                             ("transformer", dict(config=TransformerConfig(layers=4, heads=4, head_dim=32)))):
+            trained = train.train_model(ds, **recipe, epochs=1, use_cache=False, progress=False)
+            h = hashlib.sha256()
+            for value in trained.model.state_dict().values():
+                h.update(value.numpy().tobytes())
+            loss = trained.history[0]["train_loss"]
+            print(f"one {name} epoch with F.linear on OpenBLAS: {h.hexdigest()} (epoch-1 loss {loss:.11f})", flush=True)
+            out[name] = h.hexdigest()
+    finally:
+        F.linear = torch_linear
+    out["target"] = "equal digests on an Intel and an AMD CPU"
+    return out
+
+
+BENCHMARKS = {"gemm": bench_gemm, "gemm-training": bench_gemm_training, "gemm-gate": bench_gemm_gate}

@@ -22,7 +22,9 @@ What moving them would save end to end: one training epoch of the small transfor
 BiLSTM on rt-polarity (one thread), with torch's ``F.linear`` as it is and with a prototype
 that computes it with numpy's OpenBLAS (forward and backward), interleaved. The attention's
 own products (``torch.matmul``) stay on MKL. The prototype lives here, not in attnlib: moving
-the book's GEMMs retrains every model, and waits on the gate below (README).
+the book's GEMMs retrains every model, and waits on the gate below (README). It is Python: two
+models training at once wait for each other's glue at every product (the GIL), which took the
+BiLSTM's gain away in the chapters; a port would be a compiled op.
 
     .venv/bin/python benchmarks/run.py gemm-gate
 

@@ -90,22 +90,21 @@ def bench_gemm(repeats: int = 5, inner: int = 5) -> dict:
                 for a, b in pairs:
                     np.matmul(a, b)
 
-        mkl(), openblas()  # warm up
-        t_mkl, t_blas = [], []
-        for _ in range(repeats):
-            start = time.perf_counter()
-            mkl()
-            t_mkl.append(time.perf_counter() - start)
-            start = time.perf_counter()
-            openblas()
-            t_blas.append(time.perf_counter() - start)
+        sides = {"MKL": mkl, "OpenBLAS": openblas}
+        times = {name: [] for name in sides}
+        for round_ in range(repeats + 1):  # interleaved; round 0 warms up
+            for name, fn in sides.items():
+                start = time.perf_counter()
+                fn()
+                if round_:
+                    times[name].append(time.perf_counter() - start)
         with torch.no_grad():
             mkl_products = [torch.mm(a, b).numpy() for a, b in tensors]
     finally:
         torch.set_num_threads(before)
     blas_products = [np.matmul(a, b) for a, b in pairs]
     same = sum(np.array_equal(x, y) for x, y in zip(mkl_products, blas_products))
-    m, o = statistics.median(t_mkl), statistics.median(t_blas)
+    m, o = statistics.median(times["MKL"]), statistics.median(times["OpenBLAS"])
     flops = 2 * inner * sum(m_ * k * n for m_, k, n in SHAPES)
     print(f"float32 GEMMs at the book's shapes, 1 thread: MKL ({status.mkl_branch}) {m * 1e3:.0f} ms "
           f"({flops / m / 1e9:.0f} GFLOP/s), OpenBLAS ({status.blas}) {o * 1e3:.0f} ms ({flops / o / 1e9:.0f} GFLOP/s): "

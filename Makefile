@@ -13,8 +13,9 @@ PIP_INSTALL := $(BIN)/python -m pip install --disable-pip-version-check -q -c re
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-# Re-install when the package metadata or the pinned constraints change.
-$(VENV)/.installed: pyproject.toml requirements/constraints.txt | $(BIN)/python
+# Re-install when the package metadata, the pinned constraints or the compiled GEMM (setup.py,
+# attnlib/_fmagemm.c: an editable install builds it in place, with the machine's C compiler) change.
+$(VENV)/.installed: pyproject.toml setup.py attnlib/_fmagemm.c requirements/constraints.txt | $(BIN)/python
 	$(PIP_INSTALL) -e '.[book,test]'
 	touch $@
 

@@ -124,6 +124,12 @@ def code_version(package_dir: str | Path | None = None, *, modules=()) -> str:
         if not any(dotted == w or dotted.startswith(w + ".") for w in wanted):
             continue
         digest.update(rel.as_posix().encode() + b"\0" + _code_of(path) + b"\0")
+    if "portable" in wanted:  # its compiled GEMM's source, and whether it is built here
+        from .portable import gemm_kernel
+
+        for path in sorted(root.glob("*.c")):
+            digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+        digest.update(b"chains" if gemm_kernel() is not None else b"torch GEMMs")
     missing = [w for w in wanted if not (root / (w.replace(".", "/") + ".py")).exists()
                and not (root / w.replace(".", "/")).is_dir()]
     if missing:

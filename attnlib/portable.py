@@ -17,6 +17,12 @@ library picks its code by CPU vendor at run time. Measured with ``../shared/cros
   :func:`lbfgs_step` runs it with :func:`sqrt` in its place.
 * rsqrt, div, reciprocal, addcdiv, addcmul, lerp, maximum, exp, tanh, sigmoid, log, softmax,
   GEMMs under MKL's pinned branch and an LSTM forward: identical on both CPUs.
+* :func:`matmul` and :func:`linear`: float32 products on a CPU in which every element is one
+  fused multiply-add chain in k order (``c = fma(a[i,k], b[k,j], c)`` from +0), computed by
+  attnlib's compiled kernel (``attnlib/_fmagemm.c``). IEEE 754 rounds each fma correctly, so the
+  bits are the same on every CPU by construction, for any thread count and any split of the rows;
+  MKL's reproducible branch, which attnlib pins, promises that only for its own SSE2 code, at
+  about 40% of the speed (``benchmarks/run.py gemm``).
 
 On a CUDA device ``torch.sqrt`` is already correctly rounded (nvcc's default
 ``-prec-sqrt=true``), so :func:`sqrt` is ``torch.sqrt`` there. ``tests/test_portable.py``
@@ -25,13 +31,17 @@ static check keeps ``torch.sqrt`` and non-fused optimizers out of attnlib.
 """
 from __future__ import annotations
 
+import ctypes
+import importlib.util
+import math
 import threading
+import warnings
 from collections.abc import Iterable
 
 import numpy as np
 import torch
 
-__all__ = ["sqrt", "adam", "lbfgs_step"]
+__all__ = ["sqrt", "adam", "lbfgs_step", "matmul", "linear", "Linear", "gemm_kernel"]
 
 
 class _CorrectlyRoundedSqrt(torch.autograd.Function):
@@ -116,3 +126,178 @@ def lbfgs_step(optimizer: torch.optim.LBFGS, closure):
             return optimizer.step(closure)
         finally:
             lbfgs._cubic_interpolate = original
+
+
+# ---------------------------------------------------------------------------------------------
+# Products as fused multiply-add chains (attnlib/_fmagemm.c, built by setup.py at install)
+
+_GEMM_LOCK = threading.Lock()
+_GEMM: list = []  # [the loaded library or None], once loaded
+_KERNEL_NAMES = {1: "AVX2 + FMA", 0: "portable C (fmaf)"}
+
+
+def _gemm_library():
+    """The compiled kernel through ctypes (which releases the GIL for each call), or None."""
+    with _GEMM_LOCK:
+        if not _GEMM:
+            spec = importlib.util.find_spec("attnlib._fmagemm")
+            lib = None
+            if spec is not None and spec.origin:
+                lib = ctypes.CDLL(spec.origin)
+                p, s, i = ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int
+                lib.pg_sgemm.argtypes = [i, i, i, i, p, s, s, s, p, s, s, s, p, s, s, i, i]
+                lib.pg_sgemm.restype = i
+                lib.pg_sgemm_reference.argtypes = [i, i, i, p, s, s, p, s, s, p, s]
+                lib.pg_sgemm_reference.restype = None
+                lib.pg_kernel.restype = i
+            _GEMM.append(lib)
+        return _GEMM[0]
+
+
+def gemm_kernel() -> str | None:
+    """Which kernel :func:`matmul` runs on this CPU ("AVX2 + FMA" or "portable C (fmaf)"; the
+    same bits either way), or None when the compiled kernel is missing (no C compiler at install:
+    :func:`matmul` then falls back to torch's kernels, whose bits depend on the CPU)."""
+    lib = _gemm_library()
+    return None if lib is None else _KERNEL_NAMES[int(lib.pg_kernel())]
+
+
+def _chains(a: torch.Tensor, b: torch.Tensor, *, shape=None, generic: bool = False,
+            reference: bool = False) -> torch.Tensor:
+    """(B, m, k) x (B, k, n) -> (B, m, n) float32 CPU tensors, any strides: the kernel's chains.
+    ``shape``: the result's shape, B x m x n elements in that order (default (B, m, n))."""
+    lib = _gemm_library()
+    batch, m, k = a.shape
+    n = b.shape[2]
+    out = torch.empty(shape if shape is not None else (batch, m, n), dtype=torch.float32)
+    if reference:
+        for s in range(batch):
+            lib.pg_sgemm_reference(m, n, k, a[s].data_ptr(), a.stride(1), a.stride(2),
+                                   b[s].data_ptr(), b.stride(1), b.stride(2), out[s].data_ptr(), n)
+        return out
+    threads = max(1, torch.get_num_threads())
+    status = lib.pg_sgemm(batch, m, n, k, a.data_ptr(), a.stride(1), a.stride(2), a.stride(0),
+                          b.data_ptr(), b.stride(1), b.stride(2), b.stride(0), out.data_ptr(), n,
+                          m * n, threads, int(generic))
+    if status:
+        raise MemoryError("attnlib's GEMM could not allocate its packing buffers")
+    return out
+
+
+class _ChainProduct(torch.autograd.Function):
+    # a (..., m, k) @ b (..., k, n), the same batch shape; the gradients are chains too: g b^T, a^T g
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        shape = (*a.shape[:-1], b.shape[-1])
+        return _chains(_three_d(a.detach()), _three_d(b.detach()), shape=shape)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        g = _three_d(grad)
+        grad_a = grad_b = None
+        if ctx.needs_input_grad[0]:
+            grad_a = _chains(g, _three_d(b).transpose(1, 2), shape=a.shape)
+        if ctx.needs_input_grad[1]:
+            grad_b = _chains(_three_d(a).transpose(1, 2), g, shape=b.shape)
+        return grad_a, grad_b
+
+
+def _rows(t: torch.Tensor) -> torch.Tensor:
+    """(..., d) -> (1, rows, d)."""
+    return t.reshape(1, math.prod(t.shape[:-1]), t.shape[-1])
+
+
+def _three_d(t: torch.Tensor) -> torch.Tensor:
+    return t.reshape(math.prod(t.shape[:-2]), *t.shape[-2:])
+
+
+class _ChainLinear(torch.autograd.Function):
+    # x (..., in) @ W^T + bias, over all of x's rows at once; the bias's gradient is a chain too: 1^T g
+    @staticmethod
+    def forward(ctx, x, weight, bias):
+        ctx.save_for_backward(x, weight)
+        ctx.has_bias = bias is not None
+        rows = _rows(x.detach())
+        out = _chains(rows, weight.detach().t()[None], shape=(*x.shape[:-1], weight.shape[0]))
+        return out.add_(bias.detach()) if bias is not None else out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight = ctx.saved_tensors
+        g = _rows(grad)
+        grad_x = grad_w = grad_b = None
+        if ctx.needs_input_grad[0]:
+            grad_x = _chains(g, weight[None], shape=x.shape)
+        if ctx.needs_input_grad[1]:
+            grad_w = _chains(g.transpose(1, 2), _rows(x))[0]
+        if ctx.has_bias and ctx.needs_input_grad[2]:
+            grad_b = _chains(torch.ones(1, 1, g.shape[1]), g)[0, 0]
+        return grad_x, grad_w, grad_b
+
+
+def _uses_chains(*tensors) -> bool:
+    """Whether these operands go to the compiled kernel: float32 tensors on a CPU, and the kernel built."""
+    if not all(t.device.type == "cpu" and t.dtype == torch.float32 for t in tensors):
+        return False
+    if _gemm_library() is None:
+        warnings.warn("attnlib's compiled GEMM is missing (it is built at install and needs a C "
+                      "compiler): products run on torch's kernels, whose bits differ between CPUs",
+                      RuntimeWarning, stacklevel=3)
+        return False
+    return True
+
+
+def _check_operands(name: str, *tensors) -> None:
+    for t in tensors:
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} takes torch.Tensors, got {type(t).__name__}")
+        if not t.is_floating_point():
+            raise TypeError(f"{name} takes floating-point tensors, got {t.dtype}")
+
+
+def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``torch.matmul(a, b)`` for ``a`` (..., m, k) and ``b`` (..., k, n), batch dimensions
+    broadcast; differentiable.
+
+    float32 tensors on a CPU: every element is one fused multiply-add chain in k order, the same
+    bits on every CPU and thread count, and each row's bits do not depend on the other rows
+    (``matmul(a[:r], b) == matmul(a, b)[:r]``). Elsewhere (float64, a GPU) it is ``torch.matmul``.
+    """
+    _check_operands("matmul", a, b)
+    if a.dim() < 2 or b.dim() < 2:
+        raise ValueError(f"matmul takes tensors of 2 or more dimensions, got {a.dim()} and {b.dim()}")
+    if a.shape[-1] != b.shape[-2]:
+        raise ValueError(f"matmul: a's last dimension ({a.shape[-1]}) must equal b's second-last "
+                         f"({b.shape[-2]}); shapes {tuple(a.shape)} and {tuple(b.shape)}")
+    if a.device != b.device or a.dtype != b.dtype or not _uses_chains(a, b):
+        return torch.matmul(a, b)
+    if b.dim() == 2:  # (..., m, k) @ (k, n): one product over all of a's rows
+        return _ChainLinear.apply(a, b.t(), None)
+    batch = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    return _ChainProduct.apply(a.expand(*batch, *a.shape[-2:]), b.expand(*batch, *b.shape[-2:]))
+
+
+def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """``torch.nn.functional.linear``: ``x @ weight.T + bias`` for ``x`` (..., in), ``weight``
+    (out, in); differentiable. float32 on a CPU: the product is :func:`matmul`'s chains, the bias
+    is added after them, and the gradients (of the bias too) are chains as well."""
+    _check_operands("linear", x, weight, *(() if bias is None else (bias,)))
+    if weight.dim() != 2 or x.dim() < 1 or x.shape[-1] != weight.shape[1]:
+        raise ValueError(f"linear: x (..., in) and weight (out, in) must agree on in; got {tuple(x.shape)} "
+                         f"and {tuple(weight.shape)}")
+    if bias is not None and tuple(bias.shape) != (weight.shape[0],):
+        raise ValueError(f"linear: bias must have shape ({weight.shape[0]},), got {tuple(bias.shape)}")
+    operands = (x, weight) if bias is None else (x, weight, bias)
+    if len({(t.device, t.dtype) for t in operands}) > 1 or not _uses_chains(*operands):
+        return torch.nn.functional.linear(x, weight, bias)
+    return _ChainLinear.apply(x, weight, bias)
+
+
+class Linear(torch.nn.Linear):
+    """``torch.nn.Linear`` (the same parameters, initialisation and state-dict names) whose
+    forward is :func:`linear`: fma chains on a CPU in float32, torch's kernels elsewhere."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return linear(x, self.weight, self.bias)

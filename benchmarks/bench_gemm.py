@@ -10,8 +10,10 @@ cache-size probe), so the same instructions run in the same order on any AVX2 CP
 
 Workload: float32 products at the shapes the book's models multiply (the BiLSTM's gates, the
 small transformer's projections and FFN, MiniLM's, and the kit's k = 256 shapes), one thread,
-each library in turn, interleaved; the median of several repeats. The ratio MKL / OpenBLAS is
-what leaving MKL would save on the GEMMs (above 1: OpenBLAS faster). It also prints a SHA-256
+each library in turn, interleaved; the median of several repeats; and attnlib's own fma-chain
+kernel (:func:`attnlib.portable.matmul`, which the small transformer uses), portable by
+construction. The ratio MKL / OpenBLAS is what leaving MKL would save on the GEMMs (above 1:
+OpenBLAS faster). It also prints a SHA-256
 of each library's products of seeded inputs (numpy's PCG64, the same on every machine), to
 compare across CPUs. Neither library gives a row the same bits in every split of its batch (MKL
 does at splits that are multiples of 8), so the book's fixed chunking stays what fixes them.
@@ -72,7 +74,7 @@ def bench_gemm(repeats: int = 5, inner: int = 5) -> dict:
     import numpy as np
     import torch
 
-    from attnlib import cpu
+    from attnlib import cpu, portable
 
     status = cpu.status()
     pairs = _inputs()
@@ -90,7 +92,12 @@ def bench_gemm(repeats: int = 5, inner: int = 5) -> dict:
                 for a, b in pairs:
                     np.matmul(a, b)
 
-        sides = {"MKL": mkl, "OpenBLAS": openblas}
+        def chains():
+            for _ in range(inner):
+                for a, b in tensors:
+                    portable.matmul(a, b)
+
+        sides = {"MKL": mkl, "OpenBLAS": openblas, "chains": chains}
         times = {name: [] for name in sides}
         for round_ in range(repeats + 1):  # interleaved; round 0 warms up
             for name, fn in sides.items():
@@ -100,6 +107,7 @@ def bench_gemm(repeats: int = 5, inner: int = 5) -> dict:
                     times[name].append(time.perf_counter() - start)
         with torch.no_grad():
             mkl_products = [torch.mm(a, b).numpy() for a, b in tensors]
+            chain_products = [portable.matmul(a, b).numpy() for a, b in tensors]
     finally:
         torch.set_num_threads(before)
     blas_products = [np.matmul(a, b) for a, b in pairs]
@@ -109,10 +117,14 @@ def bench_gemm(repeats: int = 5, inner: int = 5) -> dict:
     print(f"float32 GEMMs at the book's shapes, 1 thread: MKL ({status.mkl_branch}) {m * 1e3:.0f} ms "
           f"({flops / m / 1e9:.0f} GFLOP/s), OpenBLAS ({status.blas}) {o * 1e3:.0f} ms ({flops / o / 1e9:.0f} GFLOP/s): "
           f"{m / o:.2f}x", flush=True)
-    print(f"  digests: MKL {_digest(mkl_products)[:16]}…, OpenBLAS {_digest(blas_products)[:16]}…; "
-          f"the same bits in {same} of {len(SHAPES)} shapes",
-          flush=True)
+    c = statistics.median(times["chains"])
+    print(f"  attnlib's fma chains ({portable.gemm_kernel()}) {c * 1e3:.0f} ms ({flops / c / 1e9:.0f} GFLOP/s): "
+          f"{m / c:.2f}x MKL's pinned branch", flush=True)
+    print(f"  digests: MKL {_digest(mkl_products)[:16]}…, OpenBLAS {_digest(blas_products)[:16]}…, "
+          f"chains {_digest(chain_products)[:16]}…; MKL and OpenBLAS give the same bits in {same} of "
+          f"{len(SHAPES)} shapes", flush=True)
     return {"name": "gemm", "mkl_s": round(m, 3), "openblas_s": round(o, 3), "ratio": round(m / o, 2),
+            "chains_s": round(c, 3), "chains_ratio": round(m / c, 2), "chains_digest": _digest(chain_products),
             "mkl_branch": status.mkl_branch, "blas": status.blas, "mkl_digest": _digest(mkl_products),
             "openblas_digest": _digest(blas_products),
             "target": "a measurement for the choice of GEMM library; the ratio is reported, not a target"}
@@ -194,7 +206,9 @@ def bench_gemm_gate() -> dict:
     import numpy as np
     import torch.nn.functional as F
 
-    from attnlib import cpu, data, train
+    import torch
+
+    from attnlib import cpu, data, portable, train
     from attnlib.models import TransformerConfig
 
     cpu_name = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
@@ -202,9 +216,11 @@ def bench_gemm_gate() -> dict:
     print(f"{cpu_name}; {cpu.status()}; numpy {np.__version__}", flush=True)
     products = _digest([np.matmul(a, b) for a, b in _inputs()])
     print(f"OpenBLAS products of the seeded inputs: {products}", flush=True)
+    chains = _digest([portable.matmul(torch.from_numpy(a), torch.from_numpy(b)).numpy() for a, b in _inputs()])
+    print(f"attnlib's fma chains ({portable.gemm_kernel()}) of the same inputs: {chains}", flush=True)
     ds = data.load_dataset("rt-polarity", max_eval=60, seed=0)  # the golden-digest recipe's data
     torch_linear, openblas_linear = _openblas_linear()
-    out = {"name": "gemm-gate", "cpu": cpu_name, "products": products}
+    out = {"name": "gemm-gate", "cpu": cpu_name, "products": products, "chains": chains}
     F.linear = openblas_linear
     try:
         for name, recipe in (("BiLSTM", dict(encoder="lstm")),

@@ -21,6 +21,10 @@ is then exactly the tokens before it, so no unmarked token of it can carry them.
 The model meets the intervention protocol (:mod:`attnlib.models.protocol`) with one site per
 (layer, head), and shares its trace and edits with the pretrained family
 (:mod:`attnlib.models.heads`).
+
+Its products (the linear layers and the attention's two) are :mod:`attnlib.portable`'s fma
+chains on a CPU: the same bits on every CPU for any thread count, and a row's bits do not
+depend on the other rows of its batch.
 """
 from __future__ import annotations
 
@@ -33,6 +37,7 @@ import torch
 from torch import nn
 
 from .._checks import check_positive_int, check_positive_number
+from ..portable import Linear, linear, matmul
 from ..data import EOS, PAD
 from .classifier import BookTokens
 from .heads import MASK, Trace, apply_edits, check_edits, check_sites, flatten_candidates, rowwise
@@ -140,10 +145,10 @@ class _Layer(nn.Module):
         super().__init__()
         d, self.h, self.dv = config.d_model, config.heads, config.head_dim
         self.norm1 = nn.LayerNorm(d)
-        self.qkv = nn.Linear(d, 3 * d)
-        self.out = nn.Linear(d, d)
+        self.qkv = Linear(d, 3 * d)
+        self.out = Linear(d, d)
         self.norm2 = nn.LayerNorm(d)
-        self.ffn = nn.Sequential(nn.Linear(d, config.ffn_mult * d), nn.GELU(), nn.Linear(config.ffn_mult * d, d))
+        self.ffn = nn.Sequential(Linear(d, config.ffn_mult * d), nn.GELU(), Linear(config.ffn_mult * d, d))
         self.drop = drop  # the model's one dropout (one generator)
         self.scale = 1.0 / math.sqrt(self.dv)
 
@@ -161,8 +166,8 @@ class _Layer(nn.Module):
         normed = self.norm1(x)
         w, b = self.qkv.weight, self.qkv.bias
         if first_query_only:
-            q = nn.functional.linear(normed[:, :1], w[:d], b[:d]).view(B, 1, self.h, self.dv).transpose(1, 2)
-            k, v = nn.functional.linear(normed, w[d:], b[d:]).view(B, T, 2, d).unbind(2)
+            q = linear(normed[:, :1], w[:d], b[:d]).view(B, 1, self.h, self.dv).transpose(1, 2)
+            k, v = linear(normed, w[d:], b[d:]).view(B, T, 2, d).unbind(2)
         else:
             q, k, v = self.qkv(normed).view(B, T, 3, d).unbind(2)
             q = q.reshape(B, T, self.h, self.dv).transpose(1, 2)
@@ -173,7 +178,7 @@ class _Layer(nn.Module):
             k = edited
         k = k.reshape(B, T, self.h, self.dv).transpose(1, 2)
         v = v.reshape(B, T, self.h, self.dv).transpose(1, 2)
-        scores = torch.matmul(q, k.transpose(-1, -2)) * self.scale
+        scores = matmul(q, k.transpose(-1, -2)) * self.scale
         if first_query_only:
             visible = visible[:, :, :1]  # (B, 1, 1, T) stays as it is
         scores = scores.masked_fill(~visible, float("-inf"))
@@ -186,7 +191,7 @@ class _Layer(nn.Module):
         first Q positions, (B, Q, d).
         """
         B, _, Q, _ = probs.shape
-        heads = torch.matmul(probs, v).transpose(1, 2).reshape(B, Q, self.h * self.dv)
+        heads = matmul(probs, v).transpose(1, 2).reshape(B, Q, self.h * self.dv)
         x = x[:, :Q] + self.drop(self.out(heads))
         return x + self.drop(self.ffn(self.norm2(x)))
 
@@ -223,14 +228,14 @@ class TransformerClassifier(BookTokens, nn.Module):
             with torch.no_grad():
                 self.embedding.weight.copy_(emb)
                 self.embedding.weight[PAD].zero_()
-        self.project = nn.Linear(config.embed_dim, d)
+        self.project = Linear(config.embed_dim, d)
         self.positions = nn.Embedding(config.max_positions, d)
         nn.init.normal_(self.positions.weight, std=0.02)
         self.embed_norm = nn.LayerNorm(d)
         self.drop = _Dropout(config.dropout, seed=int(torch.randint(0, 2**62, (1,)).item()))
         self.layers = nn.ModuleList(_Layer(config, self.drop) for _ in range(config.layers))
         self.norm = nn.LayerNorm(d)
-        self.decoder = nn.Linear(d, 1 if config.n_classes == 2 else config.n_classes)
+        self.decoder = Linear(d, 1 if config.n_classes == 2 else config.n_classes)
         self.sites = tuple(Site(layer, head) for layer in range(config.layers) for head in range(config.heads))
 
     @property

@@ -37,11 +37,12 @@ import math
 import threading
 import warnings
 from collections.abc import Iterable
+from contextlib import contextmanager
 
 import numpy as np
 import torch
 
-__all__ = ["sqrt", "adam", "lbfgs_step", "matmul", "linear", "Linear", "gemm_kernel"]
+__all__ = ["sqrt", "adam", "lbfgs_step", "matmul", "linear", "Linear", "chain_products", "gemm_kernel"]
 
 
 class _CorrectlyRoundedSqrt(torch.autograd.Function):
@@ -301,3 +302,30 @@ class Linear(torch.nn.Linear):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return linear(x, self.weight, self.bias)
+
+
+_LINEAR = torch.nn.functional.linear
+_MATMULS = (torch.matmul, torch.Tensor.matmul, torch.Tensor.__matmul__)
+
+
+class _ChainMode(torch.overrides.TorchFunctionMode):
+    # While it is active (in this thread only: torch's mode stack is thread-local), F.linear,
+    # torch.matmul and @ run as chains; inside the handler the mode is off, so the calls that
+    # linear and matmul make are torch's own.
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func is _LINEAR:
+            return linear(*args, **kwargs)
+        if func in _MATMULS and not kwargs and len(args) == 2 and all(t.dim() >= 2 for t in args):
+            return matmul(*args)
+        return func(*args, **kwargs)
+
+
+@contextmanager
+def chain_products():
+    """Inside the block, in this thread, code that is not attnlib's (a ``transformers`` model)
+    computes ``F.linear``, ``torch.matmul`` and ``@`` as :func:`linear`'s and :func:`matmul`'s
+    fma chains (float32 on a CPU; torch's kernels otherwise). attnlib's own models call
+    :class:`Linear` and :func:`matmul` directly."""
+    with _ChainMode():
+        yield

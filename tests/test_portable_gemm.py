@@ -162,3 +162,22 @@ def test_the_kernel_is_called_without_the_gil():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert portable.gemm_kernel() in ("AVX2 + FMA", "portable C (fmaf)")
+
+
+def test_chain_products_reroutes_foreign_code_in_this_thread_only():
+    import threading
+
+    x, w, b = torch.randn(6, 20), torch.randn(9, 20), torch.randn(9)
+    q, k = torch.randn(2, 5, 20), torch.randn(2, 20, 7)
+    seen = {}
+    with portable.chain_products():
+        inside = (torch.nn.functional.linear(x, w, b), torch.matmul(q, k), q @ k, q.matmul(k))
+        other = threading.Thread(target=lambda: seen.update(out=torch.nn.functional.linear(x, w, b)))
+        other.start()
+        other.join()
+    assert torch.equal(inside[0], portable.linear(x, w, b))
+    for product in inside[1:]:
+        assert torch.equal(product, portable.matmul(q, k))
+    assert torch.equal(seen["out"], torch.nn.functional.linear(x, w, b))  # the other thread: torch's
+    with portable.chain_products():
+        assert torch.equal(torch.matmul(torch.ones(3), torch.ones(3)), torch.tensor(3.0))  # 1-D: torch's

@@ -16,7 +16,8 @@ This module registers one more, ``"attnlib_eager"`` (with ``AttentionInterface``
 matching eager mask with ``AttentionMaskInterface``). It computes eager attention exactly
 as ``transformers``' own does (q k^T * scaling + mask -> softmax -> @ v), and in between
 records the probabilities and values for :meth:`PretrainedClassifier.trace` and applies
-the edits of the layer being run. The wrapper switches the model to it only inside its
+the edits of the layer being run. Inside the wrapper's calls the encoder's products run as
+:mod:`attnlib.portable`'s fma chains (:func:`~attnlib.portable.chain_products`). The wrapper switches the model to it only inside its
 own calls (``set_attn_implementation``) and back to ``"eager"`` afterwards, also after an
 error; the edits travel in a thread-local context that is cleared in ``finally``. Outside
 the wrapper's calls the model is an ordinary eager ``transformers`` model.
@@ -368,14 +369,17 @@ class PretrainedClassifier(nn.Module):
 
     @contextmanager
     def _active(self, key_mask: torch.Tensor, edits: dict | None = None, record: dict | None = None):
-        """The model on the registered attention function, with these edits (and recording), inside the block only."""
+        """The model on the registered attention function, with these edits (and recording), and
+        its products (linear layers, attention) as :mod:`attnlib.portable`'s fma chains, inside
+        the block only."""
         if getattr(_local, "context", None) is not None:
             raise RuntimeError("a PretrainedClassifier call is already running in this thread (nested calls are not supported)")
         previous = self.model.config._attn_implementation
         _local.context = _Context(self._layer_of, key_mask, edits or {}, record)
         try:
             self.model.set_attn_implementation(ATTENTION_IMPLEMENTATION)
-            yield
+            with portable.chain_products():  # its products as fma chains (attnlib.portable), this thread only
+                yield
         finally:
             _local.context = None
             self.model.set_attn_implementation(previous)

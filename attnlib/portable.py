@@ -34,6 +34,7 @@ from __future__ import annotations
 import ctypes
 import importlib.util
 import math
+import os
 import threading
 import warnings
 from collections.abc import Iterable
@@ -155,12 +156,22 @@ def _gemm_library():
         return _GEMM[0]
 
 
+#: ``ATTNLIB_CHAINS=0``: products on torch's kernels instead (for comparisons; the models'
+#: bits then differ from the book's, and their cache keys say so).
+CHAINS_ENV = "ATTNLIB_CHAINS"
+
+
 def gemm_kernel() -> str | None:
     """Which kernel :func:`matmul` runs on this CPU ("AVX2 + FMA" or "portable C (fmaf)"; the
-    same bits either way), or None when the compiled kernel is missing (no C compiler at install:
-    :func:`matmul` then falls back to torch's kernels, whose bits depend on the CPU)."""
-    lib = _gemm_library()
+    same bits either way), or None when the compiled kernel is missing (no C compiler at install)
+    or turned off (``ATTNLIB_CHAINS=0``): :func:`matmul` then runs torch's kernels, whose bits
+    depend on the CPU."""
+    lib = None if _chains_off() else _gemm_library()
     return None if lib is None else _KERNEL_NAMES[int(lib.pg_kernel())]
+
+
+def _chains_off() -> bool:
+    return os.environ.get(CHAINS_ENV, "1").strip() == "0"
 
 
 def _chains(a: torch.Tensor, b: torch.Tensor, *, shape=None, generic: bool = False,
@@ -240,7 +251,7 @@ class _ChainLinear(torch.autograd.Function):
 
 def _uses_chains(*tensors) -> bool:
     """Whether these operands go to the compiled kernel: float32 tensors on a CPU, and the kernel built."""
-    if not all(t.device.type == "cpu" and t.dtype == torch.float32 for t in tensors):
+    if not all(t.device.type == "cpu" and t.dtype == torch.float32 for t in tensors) or _chains_off():
         return False
     if _gemm_library() is None:
         warnings.warn("attnlib's compiled GEMM is missing (it is built at install and needs a C "

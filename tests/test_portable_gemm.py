@@ -181,3 +181,12 @@ def test_chain_products_reroutes_foreign_code_in_this_thread_only():
     assert torch.equal(seen["out"], torch.nn.functional.linear(x, w, b))  # the other thread: torch's
     with portable.chain_products():
         assert torch.equal(torch.matmul(torch.ones(3), torch.ones(3)), torch.tensor(3.0))  # 1-D: torch's
+
+
+def test_attnlib_chains_0_turns_the_kernel_off_without_a_warning(monkeypatch):
+    monkeypatch.setenv(portable.CHAINS_ENV, "0")
+    a, b = torch.randn(4, 5), torch.randn(5, 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert torch.equal(portable.matmul(a, b), torch.matmul(a, b))
+    assert portable.gemm_kernel() is None

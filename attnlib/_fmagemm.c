@@ -10,8 +10,8 @@
  * fmaf) computes the same chains elsewhere. pg_sgemm_reference is the chain written out, one
  * element at a time, for the tests.
  *
- * Loaded with ctypes (which releases the GIL for the call). Strides are in elements. */
-#include <Python.h>
+ * A plain shared library, loaded with ctypes (which releases the GIL for the call): it needs no
+ * Python headers to build. Strides are in elements. */
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -258,8 +258,3 @@ void pg_sgemm_reference(int m, int n, int k, const float *a, ptrdiff_t rsa, ptrd
       c[i * rsc + j] = acc;
     }
 }
-
-/* An importable module, so that setuptools builds and installs the library like any extension;
- * attnlib.portable loads it with ctypes. */
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fmagemm", NULL, -1, NULL};
-PyMODINIT_FUNC PyInit__fmagemm(void) { return PyModule_Create(&module); }

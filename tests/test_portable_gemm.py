@@ -18,7 +18,12 @@ from hypothesis import strategies as st
 
 from attnlib import portable
 
-pytestmark = pytest.mark.skipif(portable.gemm_kernel() is None, reason="never: the kernel is built at install")
+
+
+def test_the_kernel_is_built():
+    # not a skip: without the kernel the transformers train other bits than the committed book's
+    assert portable.gemm_kernel() is not None, (
+        "attnlib's compiled GEMM is missing: `make install` builds it (it needs a C compiler)")
 
 
 def _round_to_float32(x: Fraction) -> np.float32:

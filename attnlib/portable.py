@@ -327,7 +327,8 @@ class _ChainMode(torch.overrides.TorchFunctionMode):
         kwargs = kwargs or {}
         if func is _LINEAR:
             return linear(*args, **kwargs)
-        if func in _MATMULS and not kwargs and len(args) == 2 and all(t.dim() >= 2 for t in args):
+        if func in _MATMULS and not kwargs and len(args) == 2 and \
+                all(isinstance(t, torch.Tensor) and t.dim() >= 2 for t in args):
             return matmul(*args)
         return func(*args, **kwargs)
 

@@ -195,3 +195,15 @@ def test_attnlib_chains_0_turns_the_kernel_off_without_a_warning(monkeypatch):
         warnings.simplefilter("error")
         assert torch.equal(portable.matmul(a, b), torch.matmul(a, b))
     assert portable.gemm_kernel() is None
+
+
+def test_chain_products_leaves_what_it_cannot_take_to_torch():
+    a = torch.randn(3, 4)
+    expected = torch.matmul(a, torch.ones(4, 2))
+    with portable.chain_products():
+        assert torch.equal(a @ torch.ones(4), torch.matmul(a, torch.ones(4)))  # a vector: torch's
+        out = torch.empty(3, 2)
+        torch.matmul(a, torch.ones(4, 2), out=out)  # out=: torch's
+        assert torch.equal(out, expected)
+        assert torch.equal(a.double() @ torch.ones(4, 2, dtype=torch.float64),
+                           torch.matmul(a.double(), torch.ones(4, 2, dtype=torch.float64)))

@@ -1,7 +1,8 @@
 """The build of attnlib's one compiled part: the portable GEMM (attnlib/_fmagemm.c).
 
-Everything else is in pyproject.toml. The extension is a plain shared library (no Python
-headers needed; attnlib.portable loads it with ctypes, it is never imported), and optional:
+Everything else is in pyproject.toml. attnlib.portable loads the extension with ctypes; it is
+an empty importable module only where the Python headers are at hand (it builds without them),
+and optional:
 without a C compiler attnlib installs all the same, and attnlib.portable.matmul says that it
 falls back to torch's kernels.
 """

@@ -10,8 +10,16 @@
  * fmaf) computes the same chains elsewhere. pg_sgemm_reference is the chain written out, one
  * element at a time, for the tests.
  *
- * A plain shared library, loaded with ctypes (which releases the GIL for the call): it needs no
- * Python headers to build. Strides are in elements. */
+ * A shared library loaded with ctypes (which releases the GIL for the call); strides are in
+ * elements. Where the Python headers are at hand it is also an (empty) importable module, so
+ * that tools that import every module of attnlib can; without them it builds all the same. */
+#if defined(__has_include)
+#if __has_include(<Python.h>)
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#define PG_MODULE 1
+#endif
+#endif
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -258,3 +266,8 @@ void pg_sgemm_reference(int m, int n, int k, const float *a, ptrdiff_t rsa, ptrd
       c[i * rsc + j] = acc;
     }
 }
+
+#ifdef PG_MODULE
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fmagemm", NULL, -1, NULL};
+PyMODINIT_FUNC PyInit__fmagemm(void) { return PyModule_Create(&module); }
+#endif

@@ -197,7 +197,9 @@ def _chains(a: torch.Tensor, b: torch.Tensor, *, shape=None, generic: bool = Fal
 
 
 class _ChainProduct(torch.autograd.Function):
-    # a (..., m, k) @ b (..., k, n), the same batch shape; the gradients are chains too: g b^T, a^T g
+    # a (..., m, k) @ b (..., k, n), the same batch shape. The gradients g b^T and a^T g are
+    # chains too, through matmul itself: under create_graph they record a graph of their own, so
+    # second derivatives are chains as well.
     @staticmethod
     def forward(ctx, a, b):
         ctx.save_for_backward(a, b)
@@ -207,12 +209,8 @@ class _ChainProduct(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
-        g = _three_d(grad)
-        grad_a = grad_b = None
-        if ctx.needs_input_grad[0]:
-            grad_a = _chains(g, _three_d(b).transpose(1, 2), shape=a.shape)
-        if ctx.needs_input_grad[1]:
-            grad_b = _chains(_three_d(a).transpose(1, 2), g, shape=b.shape)
+        grad_a = matmul(grad, b.transpose(-1, -2)) if ctx.needs_input_grad[0] else None
+        grad_b = matmul(a.transpose(-1, -2), grad) if ctx.needs_input_grad[1] else None
         return grad_a, grad_b
 
 
@@ -237,15 +235,16 @@ class _ChainLinear(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
+        # through matmul, as _ChainProduct's: differentiable again under create_graph
         x, weight = ctx.saved_tensors
-        g = _rows(grad)
+        g = grad.reshape(math.prod(grad.shape[:-1]), grad.shape[-1])
         grad_x = grad_w = grad_b = None
         if ctx.needs_input_grad[0]:
-            grad_x = _chains(g, weight[None], shape=x.shape)
+            grad_x = matmul(grad, weight)
         if ctx.needs_input_grad[1]:
-            grad_w = _chains(g.transpose(1, 2), _rows(x))[0]
+            grad_w = matmul(g.t(), x.reshape(g.shape[0], x.shape[-1]))
         if ctx.has_bias and ctx.needs_input_grad[2]:
-            grad_b = _chains(torch.ones(1, 1, g.shape[1]), g)[0, 0]
+            grad_b = matmul(torch.ones(1, g.shape[0]), g)[0]
         return grad_x, grad_w, grad_b
 
 

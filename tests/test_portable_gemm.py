@@ -207,3 +207,21 @@ def test_chain_products_leaves_what_it_cannot_take_to_torch():
         assert torch.equal(out, expected)
         assert torch.equal(a.double() @ torch.ones(4, 2, dtype=torch.float64),
                            torch.matmul(a.double(), torch.ones(4, 2, dtype=torch.float64)))
+
+
+def test_second_derivatives_are_chains_too():
+    torch.manual_seed(1)
+    x = torch.randn(4, 3, requires_grad=True)
+    w = torch.randn(2, 3, requires_grad=True)
+    q = torch.randn(2, 4, 3, requires_grad=True)
+    k = torch.randn(2, 3, 5, requires_grad=True)
+
+    def second(lin, mm):
+        (gx,) = torch.autograd.grad(lin(x, w).tanh().sum(), x, create_graph=True)
+        (gq,) = torch.autograd.grad(mm(q, k).tanh().sum(), q, create_graph=True)
+        return torch.autograd.grad((gx.square().sum(), gq.square().sum()), (w, k))
+
+    ours = second(portable.linear, portable.matmul)
+    theirs = second(torch.nn.functional.linear, torch.matmul)
+    for mine, torch_s in zip(ours, theirs):
+        torch.testing.assert_close(mine, torch_s, rtol=1e-4, atol=1e-5)

@@ -15,6 +15,6 @@ setup(ext_modules=[Extension(
     "attnlib._fmagemm",
     ["attnlib/_fmagemm.c"],
     optional=True,
-    extra_compile_args=["-O2", "-pthread", "-fno-fast-math"] if posix else [],
+    extra_compile_args=["-O2", "-pthread", "-fno-fast-math", "-ffp-contract=off"] if posix else [],
     extra_link_args=["-pthread"] if posix else [],
 )])

@@ -43,7 +43,8 @@ from contextlib import contextmanager
 import numpy as np
 import torch
 
-__all__ = ["sqrt", "adam", "lbfgs_step", "matmul", "linear", "Linear", "chain_products", "gemm_kernel"]
+__all__ = ["sqrt", "adam", "lbfgs_step", "matmul", "linear", "Linear", "chain_products", "gemm_kernel",
+           "uses_chains", "lstm_recurrence", "lstm_cells"]
 
 
 class _CorrectlyRoundedSqrt(torch.autograd.Function):
@@ -152,6 +153,12 @@ def _gemm_library():
                 lib.pg_sgemm_reference.argtypes = [i, i, i, p, s, s, p, s, s, p, s]
                 lib.pg_sgemm_reference.restype = None
                 lib.pg_kernel.restype = i
+                lib.pg_lstm.argtypes = [i, i, p, p, i, p, s, p, p, s, p, s, p, s, p, s, i, i, i]
+                lib.pg_lstm.restype = i
+                lib.pg_lstm_cells.argtypes = [i, i, p, s, p, s, p, s, p, p, p, s, i]
+                lib.pg_lstm_cells.restype = i
+                lib.pg_activation.argtypes = [i, ctypes.c_long, p, p, i]
+                lib.pg_activation.restype = None
             _GEMM.append(lib)
         return _GEMM[0]
 
@@ -260,6 +267,13 @@ def _uses_chains(*tensors) -> bool:
     return True
 
 
+def uses_chains(*tensors: torch.Tensor) -> bool:
+    """Whether :func:`matmul`, :func:`linear` and the LSTM functions compute these operands as
+    fma chains: float32 tensors on a CPU, the compiled kernel built and not turned off
+    (``ATTNLIB_CHAINS=0``). Where it is missing this warns, once per call site."""
+    return _uses_chains(*tensors)
+
+
 def _check_operands(name: str, *tensors) -> None:
     for t in tensors:
         if not isinstance(t, torch.Tensor):
@@ -340,3 +354,136 @@ def chain_products():
     :class:`Linear` and :func:`matmul` directly."""
     with _ChainMode():
         yield
+
+
+# ---------------------------------------------------------------------------------------------
+# The LSTM's recurrence on the same chains (attnlib/_fmagemm.c, pg_lstm): the products, the
+# gates' sigmoid and tanh and the cell update are IEEE adds, multiplies, divides and fmas in a
+# fixed order, so the states and every gradient are the same bits on every CPU and thread count.
+
+
+def _ptr(t: torch.Tensor):
+    return ctypes.c_void_p(t.data_ptr())
+
+
+def _packed_steps(batch_sizes) -> tuple[torch.Tensor, torch.Tensor]:
+    """int64 (sizes, offsets) of packed steps, checked: positive, non-increasing."""
+    sizes = torch.as_tensor(batch_sizes, dtype=torch.int64).cpu().contiguous()
+    if sizes.dim() != 1 or sizes.numel() == 0:
+        raise ValueError("batch_sizes must be a non-empty 1-d sequence of step sizes")
+    if bool((sizes <= 0).any()) or bool((sizes[1:] > sizes[:-1]).any()):
+        raise ValueError("batch_sizes must be positive and non-increasing (a PackedSequence's)")
+    offsets = torch.cumsum(sizes, 0) - sizes
+    return sizes, offsets.contiguous()
+
+
+def _previous_rows(sizes: torch.Tensor, offsets: torch.Tensor, reverse: bool) -> torch.Tensor:
+    """For each packed row, the row holding its sequence's previous state (N: a zero state)."""
+    T, N = len(sizes), int(sizes.sum())
+    step = torch.repeat_interleave(torch.arange(T), sizes)
+    seq = torch.arange(N) - offsets[step]
+    source = step + 1 if reverse else step - 1
+    valid = (source >= 0) & (source < T)
+    clamped = source.clamp(0, T - 1)
+    valid &= seq < sizes[clamped]
+    return torch.where(valid, offsets[clamped] + seq, torch.full_like(seq, N))
+
+
+def _run_lstm(lib, sizes, offsets, H, D, gx, w, gates, c, h, dpre, backward: bool, threads: int | None = None,
+              generic: bool = False) -> None:
+    status = lib.pg_lstm(D, len(sizes), _ptr(sizes), _ptr(offsets), H,
+                         _ptr(gx) if gx is not None else None, 4 * D * H, _ptr(w), _ptr(gates), 4 * D * H,
+                         _ptr(c), D * H, _ptr(h), D * H, _ptr(dpre) if dpre is not None else None,
+                         4 * D * H, int(backward), threads or max(1, torch.get_num_threads()), int(generic))
+    if status:
+        raise MemoryError("attnlib's LSTM could not allocate its buffers")
+
+
+class _Recurrence(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, gx, w_hh, sizes, offsets):
+        lib = _gemm_library()
+        D, G, H = w_hh.shape
+        gx, w = gx.detach().contiguous(), w_hh.detach().contiguous()
+        N = gx.shape[0]
+        gates, c, h = gx.new_empty(N, D * G), gx.new_empty(N, D * H), gx.new_empty(N, D * H)
+        _run_lstm(lib, sizes, offsets, H, D, gx, w, gates, c, h, None, backward=False)
+        ctx.save_for_backward(gates, c, h, w, sizes, offsets)
+        ctx.mark_non_differentiable()
+        return h
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad_h):
+        gates, c, h, w, sizes, offsets = ctx.saved_tensors
+        D, G, H = w.shape
+        N = h.shape[0]
+        dpre = gates.new_empty(N, D * G)
+        _run_lstm(_gemm_library(), sizes, offsets, H, D, None, w, gates, c, grad_h.contiguous(), dpre,
+                  backward=True)
+        grad_w = None
+        if ctx.needs_input_grad[1]:
+            zero = h.new_zeros(1, H)
+            grads = []
+            for d in range(D):  # dW_hh = dpre^T h_prev: a chain over the packed rows, in order
+                h_prev = torch.cat([h[:, d * H:(d + 1) * H], zero])[_previous_rows(sizes, offsets, d == 1)]
+                grads.append(matmul(dpre[:, d * G:(d + 1) * G].t(), h_prev))
+            grad_w = torch.stack(grads)
+        return dpre, grad_w, None, None
+
+
+def lstm_recurrence(gx: torch.Tensor, w_hh: torch.Tensor, batch_sizes) -> torch.Tensor:
+    """The recurrence of a one-layer LSTM with one or two directions (PyTorch's gate order i, f,
+    g, o; direction 1 runs backwards, as ``nn.LSTM(bidirectional=True)``'s), over the rows of a
+    packed batch; differentiable with respect to ``gx`` and ``w_hh``.
+
+    ``gx`` (N, D * 4H): each row's input projections ``x W_ih^T + b_ih + b_hh``, direction d in
+    columns d * 4H .. (d + 1) * 4H (take them from :func:`linear`); ``w_hh`` (D, 4H, H): the
+    directions' ``weight_hh``; ``batch_sizes``: a ``PackedSequence``'s, summing to N. Returns the
+    hidden states (N, D * H), direction d in columns d * H .. (d + 1) * H: a ``PackedSequence``'s
+    data. float32 on a CPU with the compiled kernel (:func:`uses_chains`): each pre-activation
+    is one fma chain starting from its ``gx``, and the states and gradients are the same bits on
+    every CPU and thread count; a row's bits do not depend on the other sequences of its batch.
+    Elsewhere this raises a ValueError: run ``torch.nn.LSTM`` there.
+    """
+    _check_operands("lstm_recurrence", gx, w_hh)
+    if w_hh.dim() != 3 or w_hh.shape[0] not in (1, 2) or w_hh.shape[1] != 4 * w_hh.shape[2]:
+        raise ValueError(f"lstm_recurrence: w_hh must be (D, 4H, H) with D 1 or 2, got {tuple(w_hh.shape)}")
+    D, G, _ = w_hh.shape
+    if gx.dim() != 2 or gx.shape[1] != D * G:
+        raise ValueError(f"lstm_recurrence: gx must be (N, {D * G}), got {tuple(gx.shape)}")
+    sizes, offsets = _packed_steps(batch_sizes)
+    if int(sizes.sum()) != gx.shape[0]:
+        raise ValueError(f"lstm_recurrence: batch_sizes sum to {int(sizes.sum())}, gx has {gx.shape[0]} rows")
+    if gx.device != w_hh.device or not _uses_chains(gx, w_hh):
+        raise ValueError("lstm_recurrence runs float32 CPU tensors on attnlib's compiled kernel "
+                         "(uses_chains); run torch.nn.LSTM elsewhere")
+    return _Recurrence.apply(gx, w_hh, sizes, offsets)
+
+
+def lstm_cells(h_prev: torch.Tensor, c_prev: torch.Tensor, gx: torch.Tensor,
+               w_hh: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """One LSTM step for independent cells, as :func:`lstm_recurrence` computes it (the same
+    bits for the same row): ``h_prev`` and ``c_prev`` (..., H), ``gx`` (..., 4H) broadcast to
+    them, ``w_hh`` (4H, H). Returns the new (h, c), each (..., H). Not differentiable (for
+    inference: leave-one-out's state reuse). float32 on a CPU with the compiled kernel only."""
+    _check_operands("lstm_cells", h_prev, c_prev, gx, w_hh)
+    if w_hh.dim() != 2 or w_hh.shape[0] != 4 * w_hh.shape[1]:
+        raise ValueError(f"lstm_cells: w_hh must be (4H, H), got {tuple(w_hh.shape)}")
+    G, H = w_hh.shape
+    if h_prev.shape != c_prev.shape or h_prev.shape[-1] != H or gx.shape[-1] != G:
+        raise ValueError(f"lstm_cells: h_prev and c_prev (..., {H}) and gx (..., {G}) expected; got "
+                         f"{tuple(h_prev.shape)}, {tuple(c_prev.shape)}, {tuple(gx.shape)}")
+    if not _uses_chains(h_prev, c_prev, gx, w_hh):
+        raise ValueError("lstm_cells runs float32 CPU tensors on attnlib's compiled kernel (uses_chains)")
+    shape = h_prev.shape
+    R = math.prod(shape[:-1])
+    with torch.no_grad():
+        hp = h_prev.reshape(R, H).contiguous()
+        c = c_prev.reshape(R, H).clone(memory_format=torch.contiguous_format)
+        x = gx.expand(*shape[:-1], G).reshape(R, G).contiguous()
+        w, gates, h = w_hh.detach().contiguous(), hp.new_empty(R, G), hp.new_empty(R, H)
+        if _gemm_library().pg_lstm_cells(R, H, _ptr(hp), H, _ptr(c), H, _ptr(x), G, _ptr(w),
+                                         _ptr(gates), _ptr(h), H, 0):
+            raise MemoryError("attnlib's LSTM could not allocate its buffers")
+    return h.view(shape), c.view(shape)

@@ -209,10 +209,13 @@ def _packed_run(lstm, lengths, T, dtype, run, mkldnn):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("mkldnn", [False, True])
 @pytest.mark.parametrize("lengths", [[7, 7, 7], [9, 3, 5, 1, 9, 2], [1], [12, 4, 4, 11, 1, 6, 8, 12]])
-def test_packed_bilstm_gives_nn_lstms_bits_forward_and_backward(dtype, mkldnn, lengths):
-    """The O(T)-backward BiLSTM is nn.LSTM to the bit: outputs, input and all parameter gradients."""
+def test_packed_bilstm_gives_nn_lstms_bits_forward_and_backward(dtype, mkldnn, lengths, monkeypatch):
+    """The O(T)-backward BiLSTM (where attnlib's portable LSTM is off or does not apply) is nn.LSTM
+    to the bit: outputs, input and all parameter gradients."""
+    from attnlib import portable
     from attnlib.models.packed_lstm import applies, packed_bilstm
 
+    monkeypatch.setenv(portable.CHAINS_ENV, "0")
     torch.manual_seed(len(lengths))
     lstm = torch.nn.LSTM(5, 6, batch_first=True, bidirectional=True).to(dtype)
     lengths = torch.tensor(lengths)

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import torch
 
+from .. import portable
 from ..data import PAD, UNK
 from ..metrics import tvd
 from .classifier import Encoded, real_token_mask
+from .packed_lstm import input_projection
 
 __all__ = ["unpadded_probs", "deletion_tvd", "cnn_deletion_tvd", "probs_hiding"]
 
@@ -51,8 +53,8 @@ def unpadded_probs(model, rows: torch.Tensor) -> torch.Tensor:
     function as :meth:`AttentionClassifier.encode` computes (up to float rounding). Every
     other model (the transformer too) takes padded rows through its public forward.
     """
-    if not _is_bilstm(model):
-        return model(rows).probs
+    if not _is_bilstm(model) or portable.uses_chains(model.lstm.weight_hh_l0):
+        return model(rows).probs  # attnlib's portable LSTM: packing equal lengths costs nothing
     embedded = model.embedding(rows)
     hidden, _ = model.lstm(embedded)
     lengths = torch.full((rows.shape[0],), rows.shape[1], dtype=torch.long, device=rows.device)
@@ -73,22 +75,29 @@ def unpadded_probs(model, rows: torch.Tensor) -> torch.Tensor:
 
 
 def _lstm_direction(model, reverse: bool):
-    """(W_ih^T, b_ih + b_hh, W_hh^T) of one direction of the model's BiLSTM."""
-    suffix = "_reverse" if reverse else ""
-    lstm = model.lstm
-    bias = getattr(lstm, f"bias_ih_l0{suffix}") + getattr(lstm, f"bias_hh_l0{suffix}")
-    return getattr(lstm, f"weight_ih_l0{suffix}").t(), bias, getattr(lstm, f"weight_hh_l0{suffix}").t()
+    """(W_hh, chains) of one direction of the model's BiLSTM: its recurrent weights (4H, H),
+    and whether its cells run on attnlib's portable LSTM (float32 on a CPU), as the model's
+    forward does."""
+    w_hh = getattr(model.lstm, "weight_hh_l0_reverse" if reverse else "weight_hh_l0")
+    return w_hh, portable.uses_chains(w_hh)
 
 
-def _lstm_step(prev_h: torch.Tensor, w_hh_t: torch.Tensor, gates_x: torch.Tensor, c: torch.Tensor, out_h: torch.Tensor) -> None:
+def _lstm_step(prev_h: torch.Tensor, w_hh: torch.Tensor, gates_x: torch.Tensor, c: torch.Tensor,
+               out_h: torch.Tensor, chains: bool) -> None:
     """One LSTM step, in place: c (r, m, H) is updated and the new h written to ``out_h``.
 
     prev_h (r, m, H) and out_h may be strided views (rows of a larger buffer); gates_x
     (m, 4H) are the input projections W_ih x + b, the same for all r. Gate order i, f, g, o
-    (PyTorch's).
+    (PyTorch's). ``chains``: attnlib's portable cells (:func:`attnlib.portable.lstm_cells`,
+    the bits of the model's own forward); else torch's ops.
     """
+    if chains:
+        h, c_new = portable.lstm_cells(prev_h, c, gates_x, w_hh)
+        c.copy_(c_new)
+        out_h.copy_(h)
+        return
     r, m, H = c.shape
-    pre = torch.mm(prev_h.reshape(r * m, H), w_hh_t).view(r, m, 4 * H)
+    pre = torch.mm(prev_h.reshape(r * m, H), w_hh.t()).view(r, m, 4 * H)
     pre += gates_x
     pre[..., : 2 * H].sigmoid_()
     pre[..., 3 * H :].sigmoid_()
@@ -111,15 +120,15 @@ def _bilstm_states(model, tokens: torch.Tensor):
     lengths = (tokens != PAD).sum(-1, keepdim=True)  # (B, 1)
     gates, states = [], []
     for reverse in (False, True):
-        w_ih_t, bias, w_hh_t = _lstm_direction(model, reverse)
-        x = torch.matmul(embedded, w_ih_t) + bias  # (B, T, 4H)
+        w_hh, chains = _lstm_direction(model, reverse)
+        x = input_projection(model.lstm, embedded, int(reverse))  # (B, T, 4H), as the forward's
         h_all, c_all = embedded.new_empty(B, T, H), embedded.new_empty(B, T, H)
         h, c = embedded.new_zeros(1, B, H), embedded.new_zeros(1, B, H)
         for p in (range(T - 1, -1, -1) if reverse else range(T)):
             if reverse:  # a row's backward recurrence starts from 0 at its <EOS>, p = n - 1
                 fresh = (p < lengths - 1).to(h.dtype)
                 h, c = h * fresh, c * fresh
-            _lstm_step(h, w_hh_t, x[:, p], c, h)
+            _lstm_step(h, w_hh, x[:, p], c, h, chains)
             h_all[:, p], c_all[:, p] = h[0], c[0]
         gates.append(x)
         states += [h_all, c_all]
@@ -140,17 +149,18 @@ def _bilstm_deletion_hidden(model, gates, states, n: int) -> torch.Tensor:
     # the unchanged halves, for every deletion at once (overwritten below where they change);
     # built by cat, not empty(): with deterministic algorithms on, torch fills empty() with NaN
     hidden = torch.cat([h_f[:, :W].expand(D, m, W, H), h_b[:, 1 : W + 1].expand(D, m, W, H)], -1)
-    w_hh_f, w_hh_b = _lstm_direction(model, False)[2], _lstm_direction(model, True)[2]
+    (w_hh_f, chains), (w_hh_b, _) = _lstm_direction(model, False), _lstm_direction(model, True)
     c = torch.zeros_like(hidden[:, :, 0, :H])  # (D, m, H): each row is set when its deletion starts
     # forward: step p reads x_p and writes position p - 1 of x_{-t}, for t = 1 .. p - 1
     for p in range(2, n):
         c[p - 2] = c_f[:, p - 2]  # deletion t = p - 1 starts from x's state at t - 1
         # the previous state at position p - 2: for t = p - 1 it is h_f[t - 1], left from above
-        _lstm_step(hidden[: p - 1, :, p - 2, :H], w_hh_f, g_f[:, p], c[: p - 1], hidden[: p - 1, :, p - 1, :H])
+        _lstm_step(hidden[: p - 1, :, p - 2, :H], w_hh_f, g_f[:, p], c[: p - 1], hidden[: p - 1, :, p - 1, :H],
+                   chains)
     # backward: step p reads x_p and writes position p of x_{-t}, for t = p + 1 .. n - 2
     for p in range(n - 3, -1, -1):
         c[p] = c_b[:, p + 2]  # deletion t = p + 1 starts from x's state at t + 1
-        _lstm_step(hidden[p:, :, p + 1, H:], w_hh_b, g_b[:, p], c[p:], hidden[p:, :, p, H:])
+        _lstm_step(hidden[p:, :, p + 1, H:], w_hh_b, g_b[:, p], c[p:], hidden[p:, :, p, H:], chains)
     return hidden
 
 

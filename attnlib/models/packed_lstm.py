@@ -29,7 +29,9 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils.rnn import PackedSequence
 
-__all__ = ["packed_bilstm", "applies"]
+from .. import portable
+
+__all__ = ["packed_bilstm", "applies", "chains_apply", "input_projection"]
 
 
 def applies(lstm: nn.LSTM, packed: PackedSequence) -> bool:
@@ -83,8 +85,42 @@ def _direction(data, sizes, w_ih, w_hh, b_ih, b_hh, reverse: bool) -> torch.Tens
     return torch.cat(outputs, 0)
 
 
+def chains_apply(lstm: nn.LSTM, packed: PackedSequence) -> bool:
+    """Whether :func:`packed_bilstm` runs this on attnlib's portable LSTM (float32 on a CPU, the
+    compiled kernel built and on; a one-layer bidirectional LSTM with biases), with or without
+    gradients."""
+    return (
+        isinstance(lstm, nn.LSTM)
+        and isinstance(packed, PackedSequence)
+        and lstm.num_layers == 1
+        and lstm.bidirectional
+        and lstm.bias
+        and getattr(lstm, "proj_size", 0) == 0
+        and portable.uses_chains(packed.data, lstm.weight_hh_l0)
+    )
+
+
+def input_projection(lstm: nn.LSTM, x: torch.Tensor, direction: int | None = None) -> torch.Tensor:
+    """``x W_ih^T + (b_ih + b_hh)`` as :func:`attnlib.portable.linear`'s chains: both directions
+    side by side (..., 8H), or one (..., 4H) (0 forward, 1 reverse). The same bits per element
+    either way (a chain reads one row of x and one row of W_ih)."""
+    suffixes = ("", "_reverse") if direction is None else (("", "_reverse")[direction],)
+    weights = [getattr(lstm, f"weight_ih_l0{s}") for s in suffixes]
+    biases = [getattr(lstm, f"bias_ih_l0{s}") + getattr(lstm, f"bias_hh_l0{s}") for s in suffixes]
+    if len(suffixes) == 1:
+        return portable.linear(x, weights[0], biases[0])
+    return portable.linear(x, torch.cat(weights), torch.cat(biases))
+
+
 def packed_bilstm(lstm: nn.LSTM, packed: PackedSequence) -> PackedSequence:
-    """``lstm(packed)[0]``, the same bits, with an O(T) backward where :func:`applies`; else ``lstm(packed)[0]``."""
+    """``lstm(packed)[0]``: on attnlib's portable LSTM where :func:`chains_apply` (the same bits
+    on every CPU); else with an O(T) backward where :func:`applies` (nn.LSTM's bits); else
+    ``lstm(packed)[0]``."""
+    if chains_apply(lstm, packed):
+        gx = input_projection(lstm, packed.data)
+        w_hh = torch.stack([lstm.weight_hh_l0, lstm.weight_hh_l0_reverse])
+        out = portable.lstm_recurrence(gx, w_hh, packed.batch_sizes)
+        return PackedSequence(out, packed.batch_sizes, packed.sorted_indices, packed.unsorted_indices)
     if not applies(lstm, packed):
         return lstm(packed)[0]
     sizes = packed.batch_sizes.tolist()

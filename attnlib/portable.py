@@ -23,6 +23,10 @@ library picks its code by CPU vendor at run time. Measured with ``../shared/cros
   bits are the same on every CPU by construction, for any thread count and any split of the rows;
   MKL's reproducible branch, which attnlib pins, promises that only for its own SSE2 code, at
   about 40% of the speed (``benchmarks/run.py gemm``).
+* :func:`lstm_recurrence` and :func:`lstm_cells`: an LSTM's recurrence, forward and backward, on
+  the same chains, with the gates' sigmoid and tanh in IEEE adds, multiplies and divides (no
+  library call, no fma: the scalar and the AVX2 code give the same bits), in the same kernel
+  library. The states and gradients are the same bits on every CPU and thread count.
 
 On a CUDA device ``torch.sqrt`` is already correctly rounded (nvcc's default
 ``-prec-sqrt=true``), so :func:`sqrt` is ``torch.sqrt`` there. ``tests/test_portable.py``

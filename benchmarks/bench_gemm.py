@@ -21,8 +21,9 @@ does at splits that are multiples of 8), so the book's fixed chunking stays what
     .venv/bin/python benchmarks/run.py gemm-training
 
 End to end: one training epoch of the small transformer (whose products are attnlib's chains)
-with its products on MKL's pinned branch instead, and of J&W's BiLSTM (whose products stay on
-MKL) with ``F.linear`` as chains instead, one thread, interleaved.
+and of J&W's BiLSTM (whose recurrence is attnlib's portable LSTM), as the book trains them and
+with ``ATTNLIB_CHAINS=0`` (torch's kernels: MKL's pinned branch, ATen's LSTM), one thread,
+interleaved.
 
     .venv/bin/python benchmarks/run.py gemm-gate
 
@@ -145,31 +146,16 @@ def _torch_products():
             os.environ[portable.CHAINS_ENV] = before
 
 
-@contextlib.contextmanager
-def _chain_linear():
-    """``F.linear`` as attnlib's chains (the BiLSTM's products, which stay on MKL in the book)."""
-    import torch.nn.functional as F
-
-    from attnlib import portable
-
-    torch_linear = F.linear
-    F.linear = portable.linear
-    try:
-        yield
-    finally:
-        F.linear = torch_linear
-
-
 def bench_gemm_training(repeats: int = 2) -> dict:
     from attnlib import data, train
     from attnlib.models import TransformerConfig
 
     ds = data.load_dataset("rt-polarity", max_eval=60, seed=0)
-    # (recipe, its products on MKL, its products as chains): the transformer runs chains as the
-    # book trains it; the BiLSTM runs MKL, with F.linear (its gates' products) as chains beside it
+    # (recipe, its products on MKL, its products as chains): both run chains as the book trains
+    # them (the BiLSTM's recurrence on attnlib's portable LSTM), and torch's kernels beside them
     recipes = {"transformer": (dict(config=TransformerConfig(layers=4, heads=4, head_dim=32)), _torch_products,
                                contextlib.nullcontext),
-               "BiLSTM": (dict(encoder="lstm"), contextlib.nullcontext, _chain_linear)}
+               "BiLSTM": (dict(encoder="lstm"), _torch_products, contextlib.nullcontext)}
     times: dict = {}
     for _ in range(repeats):
         for name, (recipe, mkl, chains) in recipes.items():

@@ -1,26 +1,28 @@
-"""J&W's BiLSTM over a packed batch, with a backward pass that costs O(T), not O(T^2).
+"""J&W's BiLSTM over a packed batch: attnlib's portable LSTM, or ATen's with an O(T) backward.
 
-On a CPU, ``nn.LSTM`` over a :class:`~torch.nn.utils.rnn.PackedSequence` runs ATen's
-composite LSTM (``PackedLayer`` and ``ReversedPackedLayer`` in ATen's ``RNN.cpp``): it
-projects every input at once (``W_ih x + b_ih``), then takes step t's rows with ``narrow``.
-Autograd answers each of those T ``narrow`` calls with a zero tensor of the whole projection
-(N x 4H, N the batch's tokens) holding that step's rows, and adds the T of them up: two
-passes over N x 4H floats per step. For the book's BiLSTM on rt-polarity that was about a
-fifth of a training step (measured with ``torch.autograd.profiler``: ``fill_`` and ``add_``
-of (N, 512) tensors).
+On a CPU in float32, with attnlib's compiled kernel built (:func:`chains_apply`), the
+recurrence runs on :func:`attnlib.portable.lstm_recurrence`: the input projections are
+:func:`attnlib.portable.linear`'s fma chains, each pre-activation one fma chain starting from
+them, and the gates' sigmoid and tanh plain IEEE adds, multiplies and divides in a fixed order.
+The states and every gradient are then the same bits on every CPU and for any thread count, and
+a sequence's bits do not depend on the other sequences of its batch. It runs with and without
+gradients, so training, inference and leave-one-out's state reuse
+(:mod:`attnlib.models.fast_paths`, through :func:`input_projection` and
+:func:`attnlib.portable.lstm_cells`) compute one function. Its bits are not ``nn.LSTM``'s (other
+roundings of the same function, within float32 rounding of ``nn.LSTM`` in float64: tested).
 
-:func:`packed_bilstm` runs the same ops in the same order, from Python, except that it takes
-the steps' rows with one ``split``, whose backward is one ``cat``. Each gradient element is
-then the one step's value instead of that value plus zeros, which is the same float: the
-outputs and every gradient are the bits ``nn.LSTM`` gives (``tests/test_models.py`` checks
-outputs, input gradients and all eight parameter gradients with ``torch.equal``, forward and
-reverse, in float32 and float64). So a model trained this way is the model ``nn.LSTM`` trains.
-
-It is used only where it is faster and exact: on a CPU with oneDNN off (attnlib's kernel
-pins, :mod:`attnlib.cpu`), with gradients recorded, for a one-layer bidirectional LSTM with
-biases (the book's). Elsewhere ``nn.LSTM`` runs as it is: without gradients ATen's C++ loop is
-faster; on CUDA cuDNN runs; with oneDNN on (``ATTNLIB_CPU_PINS=0``) some float32 products went
-through oneDNN's GEMM inside ``nn.LSTM`` and differed in the last bits from ours.
+Elsewhere (float64, a GPU, ``ATTNLIB_CHAINS=0``, no compiled kernel) ``nn.LSTM`` runs, on a CPU
+with gradients through :func:`packed_bilstm`'s O(T) backward. ``nn.LSTM`` over a
+:class:`~torch.nn.utils.rnn.PackedSequence` runs ATen's composite LSTM (``PackedLayer`` and
+``ReversedPackedLayer`` in ATen's ``RNN.cpp``): it projects every input at once
+(``W_ih x + b_ih``), then takes step t's rows with ``narrow``. Autograd answers each of those T
+``narrow`` calls with a zero tensor of the whole projection (N x 4H, N the batch's tokens)
+holding that step's rows, and adds the T of them up: two passes over N x 4H floats per step.
+The O(T) path runs the same ops in the same order, from Python, except that it takes the steps'
+rows with one ``split``, whose backward is one ``cat``: the outputs and every gradient are the
+bits ``nn.LSTM`` gives (``tests/test_models.py`` checks them with ``torch.equal``). It is used
+on a CPU with oneDNN off (attnlib's kernel pins, :mod:`attnlib.cpu`), with gradients recorded,
+for a one-layer bidirectional LSTM with biases (:func:`applies`).
 """
 from __future__ import annotations
 

@@ -238,7 +238,8 @@ def compare(a, b, *, paired: bool, level: float = LEVEL, resamples: int = RESAMP
     ``paired=True``: a[i] and b[i] were measured on the same instance (two explanations of one
     sentence); instances are resampled together, and a row missing in either is left out.
     ``paired=False``: two groups (sentences predicted negative and positive), resampled
-    independently. The verdict is ``"higher"`` or ``"lower"`` only when the interval of the
+    independently; with fewer than two values in either group the difference has no interval
+    (NaN) and the verdict is a tie. The verdict is ``"higher"`` or ``"lower"`` only when the interval of the
     difference excludes 0; otherwise :data:`WITHIN_NOISE`. Identical inputs are always a tie.
     """
     _check_settings(level, resamples, seed)
@@ -259,13 +260,12 @@ def compare(a, b, *, paired: bool, level: float = LEVEL, resamples: int = RESAMP
     ia = bootstrap(ca, level=level, resamples=resamples, seed=seed)
     ib = bootstrap(cb, level=level, resamples=resamples, seed=seed + 1)
     va, vb = ca[~np.isnan(ca)], cb[~np.isnan(cb)]
-    if len(va) == 0 or len(vb) == 0:
+    if len(va) < 2 or len(vb) < 2:  # a group of one has no spread to resample: no interval, no verdict
         nan = float("nan")
         return Comparison(ia, ib, Interval(nan, nan, nan, 0, level), paired=False)
     da = _resampled_means(va[:, None], np.ones((len(va), 1), bool), resamples, seed)[:, 0]
     db = _resampled_means(vb[:, None], np.ones((len(vb), 1), bool), resamples, seed + 1)[:, 0]
-    draws = da - db if len(va) > 1 or len(vb) > 1 else np.empty(0)
-    return Comparison(ia, ib, _interval(float(va.mean() - vb.mean()), draws, len(va) + len(vb), level),
+    return Comparison(ia, ib, _interval(float(va.mean() - vb.mean()), da - db, len(va) + len(vb), level),
                       paired=False)
 
 

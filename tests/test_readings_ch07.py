@@ -123,11 +123,12 @@ def test_the_tables_all_column_is_the_floors_reading(rows, eps):
 def test_verdicts_by_hand(both):
     r = ch07.verdicts(both, classes=CLASSES)
     assert r["ch07_adv_further"] == "does not go further than retraining"
-    # the floor is higher for positive (0.55) and the adversary beats it no more often there
-    assert r["ch07_class_why"] == (
-        "The adversary beats the floor less often for sentences predicted positive, where the "
-        "floor is higher: near ln 2 the adversary has little room left, since no JSD exceeds it."
+    # the adversary beats the floor on one of two sentences in each class: no class difference
+    assert r["ch07_class_why"].startswith(
+        "The adversary beats the floor about as often for sentences predicted negative (0.500) as "
+        "for those predicted positive (0.500): the gap (+0.000, 95% interval"
     )
+    assert "within noise" in r["ch07_class_why"]
     assert r["ch07_adv_zero_clause"].startswith("For 1 of the 4 sentences the adversary found no")
     assert r["ch07_verdict"] == "only in part"
 
@@ -140,12 +141,39 @@ def test_the_adversary_going_further_and_finding_everywhere():
     assert r["ch07_verdict"] == "largely"
 
 
-def test_a_low_floor_gets_no_ln2_clause():
-    # floor higher for positive (0.2 > 0.1), the adversary beats it less often there: a full stop
+def test_one_sentence_per_class_is_within_noise():
+    # floor higher for positive (0.2 > 0.1), the adversary beats it less often there, but one
+    # sentence per class carries no interval: no class reading
     frame = _both(jsd=[0.1, 0.2], adversary_jsd=[0.3, 0.0], predicted=[0, 1])
     why = ch07.verdicts(frame, classes=CLASSES)["ch07_class_why"]
-    assert why == ("The adversary beats the floor less often for sentences predicted positive, "
-                   "where the floor is higher.")
+    assert "within noise" in why and "less often" not in why
+
+
+def _classes_frame(neg_floor, pos_floor, neg_beats, pos_beats, n=200):
+    """n sentences per class: the floor's JSD per class, and the share the adversary beats."""
+    jsd = [neg_floor] * n + [pos_floor] * n
+    adv = [neg_floor + 0.1 if i < neg_beats * n else 0.0 for i in range(n)]
+    adv += [pos_floor + 0.1 if i < pos_beats * n else 0.0 for i in range(n)]
+    return _both(jsd=jsd, adversary_jsd=adv, predicted=[0] * n + [1] * n)
+
+
+def test_a_low_floor_gets_no_ln2_clause():
+    # the floor is higher for positive and the adversary beats it there far less often
+    why = ch07.verdicts(_classes_frame(0.1, 0.2, 0.9, 0.5), classes=CLASSES)["ch07_class_why"]
+    assert why.startswith("The adversary beats the floor less often for sentences predicted positive (a gap of ")
+    assert why.endswith("beyond noise), where the floor is higher.")
+
+
+def test_a_high_floor_gets_the_ln2_clause():
+    why = ch07.verdicts(_classes_frame(0.1, 0.6, 0.9, 0.5), classes=CLASSES)["ch07_class_why"]
+    assert why.endswith("where the floor is higher: near ln 2 the adversary has little room left, since "
+                        "no JSD exceeds it.")
+
+
+def test_a_small_gap_between_many_sentences_is_within_noise():
+    # 0.933 of 267 against 0.970 of 233 (chapter 7's run): about two standard errors apart
+    why = ch07.verdicts(_classes_frame(0.1, 0.12, 0.93, 0.95), classes=CLASSES)["ch07_class_why"]
+    assert "within noise" in why
 
 
 def test_a_class_difference_the_floor_does_not_explain():

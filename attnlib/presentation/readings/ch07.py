@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from attnlib import uncertainty
+
 from .wording import listed, require_columns
 
 __all__ = [
@@ -135,10 +137,28 @@ def verdicts(both: pd.DataFrame, *, classes: Sequence[str]) -> dict[str, Any]:
     b_pos = np.mean(groups["pos"].adversary_jsd > groups["pos"].jsd)
     hi = classes[0] if f_neg > f_pos else classes[1]
     lo_beat = classes[0] if b_neg < b_pos else classes[1]
-    if hi == lo_beat:
+    split = uncertainty.compare(
+        (groups["neg"].adversary_jsd > groups["neg"].jsd).to_numpy(float),
+        (groups["pos"].adversary_jsd > groups["pos"].jsd).to_numpy(float),
+        paired=False,
+    )
+    d = split.difference
+    gap = (
+        f"{d.estimate:+.3f}, 95% interval {d.low:+.3f} to {d.high:+.3f}"
+        if np.isfinite(d.low)
+        else "too few sentences in a class for an interval"
+    )
+    if not split.differs:
         why = (
-            f"The adversary beats the floor less often for sentences predicted {hi}, "
-            "where the floor is higher"
+            f"The adversary beats the floor about as often for sentences predicted "
+            f"{classes[0]} ({b_neg:.3f}) as for those predicted {classes[1]} "
+            f"({b_pos:.3f}): the gap ({gap}) is within noise, so this sample does not "
+            "say that either class is harder for it."
+        )
+    elif hi == lo_beat:
+        why = (
+            f"The adversary beats the floor less often for sentences predicted {hi} "
+            f"(a gap of {gap}, beyond noise), where the floor is higher"
         )
         why += (
             ": near ln 2 the adversary has little room left, since no JSD exceeds it."
@@ -148,8 +168,9 @@ def verdicts(both: pd.DataFrame, *, classes: Sequence[str]) -> dict[str, Any]:
     else:
         why = (
             f"The floor is higher for sentences predicted {hi}, yet the adversary "
-            f"beats it less often for those predicted {lo_beat}: the height of the "
-            "floor alone does not explain the difference between the classes."
+            f"beats it less often for those predicted {lo_beat} (a gap of {gap}, beyond "
+            "noise): the height of the floor alone does not explain the difference "
+            "between the classes."
         )
     out["ch07_class_why"] = why
     if n_zero:

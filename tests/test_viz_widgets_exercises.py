@@ -423,6 +423,17 @@ def test_lambda_sweep_plot_rings_the_chosen_lambda_and_rejects_unknown():
         viz.plot_lambda_sweep(frame, highlight=0.5)
 
 
+def test_lambda_labels_that_would_overlap_share_one():
+    import pandas as pd
+
+    # chapter 8's run: λ = 0.01 and 1 at the same JSD, 0.01 apart in TVD on an axis to 0.39
+    frame = pd.DataFrame({"lambda": [1e-3, 1e-2, 0.1, 1.0], "mean_jsd": [0.38, 0.690, 0.690, 0.690],
+                          "mean_tvd": [0.115, 0.139, 0.290, 0.129]})
+    fig = viz.plot_lambda_sweep(frame)
+    texts = sorted(t.get_text() for t in fig.axes[0].texts if t.get_text().startswith("λ"))
+    assert texts == ["λ = 0.001", "λ = 0.01, 1", "λ = 0.1"]
+
+
 def test_plot_guides_marks_gain_and_paper():
     import pandas as pd
 

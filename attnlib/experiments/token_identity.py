@@ -108,8 +108,9 @@ RIDGE = 1e-6
 #: larger, as it only has to give Adam a good, well-conditioned starting point.
 MLP_RIDGE = 0.1
 
-#: Working memory (bytes) of one chunk of test sentences while matching.
-MATCH_BYTES = 128 * 2**20
+#: Working memory (bytes) of one chunk of test sentences while matching (64 MB: chapter 11
+#: peaks here, beside MiniLM and its stored states).
+MATCH_BYTES = 64 * 2**20
 
 #: Bytes of input converted or checked at a time (finite check, gathering training tokens).
 _STEP_BYTES = 32 * 2**20

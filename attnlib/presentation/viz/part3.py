@@ -142,10 +142,11 @@ def plot_lambda_sweep(frame, *, points: dict | None = None, highlight=None, ax=N
         fig = ax.figure
     f = frame.sort_values("lambda")
     ax.plot(f["mean_jsd"], f["mean_tvd"], "-o", color="#d62728", lw=1.5, ms=5, label="adversaries (one per lambda)")
-    groups: list = []  # points that (nearly) coincide share one label, "λ = 0.01, 1"
+    top = max([float(f["mean_tvd"].max())] + [p[1] for p in (points or {}).values()]) * 1.35 + 1e-3
+    groups: list = []  # points whose labels would overlap share one label, "λ = 0.01, 1"
     for lam, x, y in zip(f["lambda"], f["mean_jsd"], f["mean_tvd"]):
-        for g in groups:
-            if abs(g["x"] - x) < 0.03 and abs(g["y"] - y) < 0.006:
+        for g in groups:  # a label is about 0.1 JSD wide and 4% of the TVD axis high
+            if abs(g["x"] - x) < 0.1 and abs(g["y"] - y) < 0.045 * top:
                 g["lams"].append(lam)
                 break
         else:
@@ -165,7 +166,7 @@ def plot_lambda_sweep(frame, *, points: dict | None = None, highlight=None, ax=N
                 label=f"shown: λ = {float(highlight):g}")
     ax.set_xlim(0, np.log(2) * 1.05)
     ax.axvline(np.log(2), color="grey", lw=0.8, ls=":")
-    ax.set_ylim(0, max([float(f["mean_tvd"].max())] + [p[1] for p in (points or {}).values()]) * 1.35 + 1e-3)
+    ax.set_ylim(0, top)
     ax.set_xlabel("mean JSD(α_a, α_b): how different the attention is")
     ax.set_ylabel("mean TVD(ŷ_a, ŷ_b): output change")
     lams = f["lambda"].to_numpy(dtype=float)

@@ -472,6 +472,21 @@ static void product_packed(kernel_fn kern, int m, int n, int k, const float *a, 
   }
 }
 
+/* One forward step of R cells: gates = gx (copied) + h_prev W_hh^T (chains continued from gx),
+ * then the gates' activations and the new c and h. Row b's previous cell state is cp's row b for
+ * b < carried and zero after; c may be cp (updated in place). Shared by pg_lstm and
+ * pg_lstm_cells, so a cell has the same bits in both. */
+static void forward_step(kernel_fn kern, int R, int H, const float *hp, ptrdiff_t rsp,
+                         const float *pbw, const float *gx, ptrdiff_t rsx, float *gates,
+                         ptrdiff_t rsg, const float *cp, ptrdiff_t rscp, int carried, float *c,
+                         ptrdiff_t rsc, float *h, ptrdiff_t rsh, float *pa) {
+  int vec = kern != kernel_generic, G = 4 * H;
+  for (int b = 0; b < R; b++) memcpy(gates + b * rsg, gx + b * rsx, sizeof(float) * G);
+  product_packed(kern, R, G, H, hp, rsp, pbw, gates, rsg, 1, pa);
+  for (int b = 0; b < R; b++)
+    cells_row(vec, H, gates + b * rsg, b < carried ? cp + b * rscp : NULL, c + b * rsc, h + b * rsh);
+}
+
 typedef struct {
   int T, H, reverse, generic, backward;
   const int64_t *sizes, *offsets;
@@ -512,15 +527,12 @@ static void *run_lstm(void *arg) {
       if (J->reverse)
         memset(hs + (size_t)carried * H, 0, sizeof(float) * (size_t)(R - carried) * H),
         memset(cs + (size_t)carried * H, 0, sizeof(float) * (size_t)(R - carried) * H);
-      for (int b = 0; b < R; b++)
-        memcpy(J->gates + (row0 + b) * J->rsg, J->gx + (row0 + b) * J->rsx, sizeof(float) * G);
-      product_packed(kern, R, G, H, hs, H, pbw, J->gates + row0 * J->rsg, J->rsg, 1, pa);
-      for (int b = 0; b < R; b++) {
-        int64_t row = row0 + b;
-        float *c = J->c + row * J->rsc, *h = J->h + row * J->rsh;
-        cells_row(vec, H, J->gates + row * J->rsg, b < carried ? cs + (size_t)b * H : NULL, c, h);
-        memcpy(hs + (size_t)b * H, h, sizeof(float) * H);
-        memcpy(cs + (size_t)b * H, c, sizeof(float) * H);
+      forward_step(kern, R, H, hs, H, pbw, J->gx + row0 * J->rsx, J->rsx, J->gates + row0 * J->rsg,
+                   J->rsg, cs, H, carried, J->c + row0 * J->rsc, J->rsc, J->h + row0 * J->rsh,
+                   J->rsh, pa);
+      for (int b = 0; b < R; b++) { /* the sequences' states, for the next step */
+        memcpy(hs + (size_t)b * H, J->h + (row0 + b) * J->rsh, sizeof(float) * H);
+        memcpy(cs + (size_t)b * H, J->c + (row0 + b) * J->rsc, sizeof(float) * H);
       }
     } else {
       /* hs: the gradient of each sequence's h from the step after (forward time); cs: of its c */
@@ -550,7 +562,8 @@ int pg_lstm(int ndir, int T, const int64_t *sizes, const int64_t *offsets, int H
             ptrdiff_t rsx, const float *w, float *gates, ptrdiff_t rsg, float *c, ptrdiff_t rsc,
             float *h, ptrdiff_t rsh, float *dpre, ptrdiff_t rsd, int backward, int threads,
             int generic) {
-  if (ndir < 1 || ndir > 2 || T <= 0 || H <= 0) return ndir < 1 || ndir > 2 || H <= 0 ? 2 : 0;
+  if (ndir < 1 || ndir > 2 || H <= 0) return 2;
+  if (T <= 0) return 0;
   lstm_job_t jobs[2];
   for (int d = 0; d < ndir; d++) {
     lstm_job_t J = {T, H, d, generic, backward, sizes, offsets,
@@ -582,19 +595,12 @@ int pg_lstm_cells(int R, int H, const float *hp, ptrdiff_t rsp, float *c, ptrdif
                   const float *gx, ptrdiff_t rsx, const float *w, float *gates, float *h,
                   ptrdiff_t rsh, int generic) {
   if (R <= 0) return 0;
-  kernel_fn kern = pick(generic);
-  int vec = kern != kernel_generic, G = 4 * H;
+  int G = 4 * H;
   float *pbw = pack_whole_b(w, 1, H, H, G);
   float *pa = malloc(sizeof(float) * ((size_t)(R + MR) * KC + 1));
-  float *hn = malloc(sizeof(float) * ((size_t)H + 1));
-  if (!pbw || !pa || !hn) { free(pbw); free(pa); free(hn); return 1; }
-  for (int b = 0; b < R; b++) memcpy(gates + (size_t)b * G, gx + b * rsx, sizeof(float) * G);
-  product_packed(kern, R, G, H, hp, rsp, pbw, gates, G, 1, pa);
-  for (int b = 0; b < R; b++) {
-    cells_row(vec, H, gates + (size_t)b * G, c + b * rsc, c + b * rsc, hn);
-    memcpy(h + b * rsh, hn, sizeof(float) * H);
-  }
-  free(pbw); free(pa); free(hn);
+  if (!pbw || !pa) { free(pbw); free(pa); return 1; }
+  forward_step(pick(generic), R, H, hp, rsp, pbw, gx, rsx, gates, G, c, rsc, R, c, rsc, h, rsh, pa);
+  free(pbw); free(pa);
   return 0;
 }
 

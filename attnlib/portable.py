@@ -413,7 +413,6 @@ class _Recurrence(torch.autograd.Function):
         gates, c, h = gx.new_empty(N, D * G), gx.new_empty(N, D * H), gx.new_empty(N, D * H)
         _run_lstm(lib, sizes, offsets, H, D, gx, w, gates, c, h, None, backward=False)
         ctx.save_for_backward(gates, c, h, w, sizes, offsets)
-        ctx.mark_non_differentiable()
         return h
 
     @staticmethod

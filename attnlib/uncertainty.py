@@ -102,6 +102,19 @@ class Interval:
         """The interval's ends in words for a sentence: ``0.000 to 0.042``."""
         return f"{_fixed(self.low, digits)} to {_fixed(self.high, digits)}"
 
+    def signed_text(self, digits: int = 3, *, missing: str = "too few values for an interval") -> str:
+        """A signed estimate (a difference, a change) with its interval, for a sentence:
+        ``-0.037, 95% interval -0.074 to -0.001``; ``missing`` replaces the interval when it
+        has none (NaN ends: a group of fewer than two values). An end that rounds to zero
+        reads ``0.000``, without a sign."""
+        def signed(value: float) -> str:
+            text = f"{value:+.{digits}f}"
+            return text[1:] if float(text) == 0 else text
+
+        if not (np.isfinite(self.low) and np.isfinite(self.high)):
+            return f"{signed(self.estimate)}, {missing}"
+        return f"{signed(self.estimate)}, {round(100 * self.level):d}% interval {signed(self.low)} to {signed(self.high)}"
+
     def __str__(self) -> str:
         return self.format()
 
@@ -239,7 +252,8 @@ def compare(a, b, *, paired: bool, level: float = LEVEL, resamples: int = RESAMP
     sentence); instances are resampled together, and a row missing in either is left out.
     ``paired=False``: two groups (sentences predicted negative and positive), resampled
     independently; with fewer than two values in either group the difference has no interval
-    (NaN) and the verdict is a tie. The verdict is ``"higher"`` or ``"lower"`` only when the interval of the
+    (NaN ends; its estimate is the difference of the means where both groups have a value) and
+    the verdict is a tie. The verdict is ``"higher"`` or ``"lower"`` only when the interval of the
     difference excludes 0; otherwise :data:`WITHIN_NOISE`. Identical inputs are always a tie.
     """
     _check_settings(level, resamples, seed)
@@ -262,7 +276,8 @@ def compare(a, b, *, paired: bool, level: float = LEVEL, resamples: int = RESAMP
     va, vb = ca[~np.isnan(ca)], cb[~np.isnan(cb)]
     if len(va) < 2 or len(vb) < 2:  # a group of one has no spread to resample: no interval, no verdict
         nan = float("nan")
-        return Comparison(ia, ib, Interval(nan, nan, nan, 0, level), paired=False)
+        estimate = float(va.mean() - vb.mean()) if len(va) and len(vb) else nan
+        return Comparison(ia, ib, Interval(estimate, nan, nan, len(va) + len(vb), level), paired=False)
     da = _resampled_means(va[:, None], np.ones((len(va), 1), bool), resamples, seed)[:, 0]
     db = _resampled_means(vb[:, None], np.ones((len(vb), 1), bool), resamples, seed + 1)[:, 0]
     return Comparison(ia, ib, _interval(float(va.mean() - vb.mean()), da - db, len(va) + len(vb), level),

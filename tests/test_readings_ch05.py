@@ -112,7 +112,7 @@ def test_against_paper_needs_both_eps():
          "sentences predicted negative than on those predicted positive, and the gap (+0.800"),
         (hits_by_class(10, 100, 90, 100), "the adversary succeeds less often on the BiLSTM's "
          "sentences predicted negative than on those predicted positive, and the gap (-0.800"),
-        (hits_by_class(50, 100, 50, 100), "the gap between the BiLSTM's two classes (+0.000"),
+        (hits_by_class(50, 100, 50, 100), "the gap between the BiLSTM's two classes (0.000"),
     ],
 )
 def test_class_split_reads_the_verdict(lstm, start):

@@ -126,7 +126,7 @@ def test_verdicts_by_hand(both):
     # the adversary beats the floor on one of two sentences in each class: no class difference
     assert r["ch07_class_why"].startswith(
         "The adversary beats the floor about as often for sentences predicted negative (0.500) as "
-        "for those predicted positive (0.500): the gap (+0.000, 95% interval"
+        "for those predicted positive (0.500): the gap (0.000, 95% interval"
     )
     assert "within noise" in r["ch07_class_why"]
     assert r["ch07_adv_zero_clause"].startswith("For 1 of the 4 sentences the adversary found no")
@@ -191,53 +191,77 @@ def test_a_minority_verdict():
 
 
 # ----------------------------------------------------------------------------- the per-bin trend
-def _beats(values: dict) -> pd.Series:
-    index = pd.MultiIndex.from_tuples(list(values), names=["bin", "predicted"])
-    return pd.Series(list(values.values()), index=index)
+LOW, HIGH = "[0.25, 0.5)", "[0.75, 1]"
 
 
-def test_bin_trends_fall_and_stay_level():
-    beats = _beats({("[0.25, 0.5)", 0): 0.5, ("[0.25, 0.5)", 1): 0.4,
-                    ("[0.75, 1]", 0): 0.3, ("[0.75, 1]", 1): 0.41})
-    r = ch07.bin_trends(beats, classes=CLASSES)
-    assert r["ch07_trend_neg"] == (
-        "for sentences predicted negative it falls, from 0.500 in [0.25, 0.5) to 0.300 in [0.75, 1]"
-    )
-    assert r["ch07_trend_pos"] == (
-        "for sentences predicted positive it stays about level, from 0.400 in [0.25, 0.5) to "
-        "0.410 in [0.75, 1]"
-    )
+def _by_bin(cells: dict) -> pd.DataFrame:
+    """Chapter 7's frame with a bin column: (bin, predicted) -> (sentences where the adversary
+    beats the floor, sentences)."""
+    rows = []
+    for (b, c), (beat, n) in cells.items():
+        rows += [dict(bin=b, predicted=c, jsd=0.3, adversary_jsd=0.5 if i < beat else 0.1) for i in range(n)]
+    frame = pd.DataFrame(rows)
+    return frame.assign(tvd=0.0, max_attention=0.5)
 
 
-def test_bin_trends_in_one_clause_when_both_classes_move_the_same_way():
-    falls = _beats({("[0.25, 0.5)", 0): 0.98, ("[0.25, 0.5)", 1): 0.88,
-                    ("[0.75, 1]", 0): 0.81, ("[0.75, 1]", 1): 0.65})
-    assert ch07.bin_trends(falls, classes=CLASSES)["ch07_trends"] == (
-        "and it does for both classes, between the bins [0.25, 0.5) and [0.75, 1]: from 0.980 to "
-        "0.810 for sentences predicted negative and from 0.880 to 0.650 for those predicted positive")
-    rises = _beats({k: 1 - v for k, v in falls.items()})
-    assert ch07.bin_trends(rises, classes=CLASSES)["ch07_trends"].startswith("but it rises for both classes")
-    level = _beats({("[0.25, 0.5)", 0): 0.5, ("[0.25, 0.5)", 1): 0.4,
-                    ("[0.75, 1]", 0): 0.3, ("[0.75, 1]", 1): 0.41})
-    mixed = ch07.bin_trends(level, classes=CLASSES)
-    assert mixed["ch07_trends"] == f"but the classes differ: {mixed['ch07_trend_neg']}; {mixed['ch07_trend_pos']}"
+def test_bin_trends_fall_beyond_noise_and_stay_within_it():
+    r = ch07.bin_trends(_by_bin({(LOW, 0): (95, 100), (HIGH, 0): (60, 100),
+                                 (LOW, 1): (40, 100), (HIGH, 1): (41, 100)}), classes=CLASSES)
+    assert r["ch07_trend_neg"].startswith(
+        f"for sentences predicted negative it falls, from 0.950 in {LOW} to 0.600 in {HIGH} "
+        "(a change of -0.350, 95% interval -")
+    assert r["ch07_trend_pos"].startswith(
+        f"for sentences predicted positive it does not change beyond noise, from 0.400 in {LOW} to "
+        f"0.410 in {HIGH} (a change of +0.010, 95% interval -")
+    assert r["ch07_trends"].startswith("but the classes differ: for sentences predicted negative it falls")
 
 
-def test_bin_trends_rise_and_lack_a_bin():
-    beats = _beats({("[0.25, 0.5)", 0): 0.2, ("[0.75, 1]", 0): 0.9, ("[0.25, 0.5)", 1): 0.4})
-    r = ch07.bin_trends(beats, classes=CLASSES)
+def test_bin_trends_a_drop_of_a_few_sentences_is_noise():
+    """0.972 -> 0.828 on 36 and 29 sentences is beyond noise; the same shares on 6 and 5 are not."""
+    big = ch07.bin_trends(_by_bin({(LOW, 0): (35, 36), (HIGH, 0): (24, 29),
+                                   (LOW, 1): (35, 36), (HIGH, 1): (24, 29)}), classes=CLASSES)
+    assert big["ch07_trends"].startswith(f"and it does for both classes, between the bins {LOW} and {HIGH}: "
+                                         "from 0.972 to 0.828 for sentences predicted negative (a change of -0.145")
+    small = ch07.bin_trends(_by_bin({(LOW, 0): (6, 6), (HIGH, 0): (4, 5),
+                                     (LOW, 1): (6, 6), (HIGH, 1): (4, 5)}), classes=CLASSES)
+    assert small["ch07_trends"].startswith("but for neither class does it change beyond noise: "
+                                           "for sentences predicted negative it does not change beyond noise")
+
+
+def test_bin_trends_rise_for_both_classes():
+    r = ch07.bin_trends(_by_bin({(LOW, 0): (10, 100), (HIGH, 0): (60, 100),
+                                 (LOW, 1): (20, 100), (HIGH, 1): (90, 100)}), classes=CLASSES)
+    assert r["ch07_trends"].startswith("but it rises for both classes")
+    assert "from 0.200 to 0.900 for those predicted positive (+0.700, 95% interval +" in r["ch07_trends"]
+
+
+def test_bin_trends_identical_bins_are_a_tie():
+    r = ch07.bin_trends(_by_bin({(LOW, 0): (30, 50), (HIGH, 0): (30, 50),
+                                 (LOW, 1): (30, 50), (HIGH, 1): (30, 50)}), classes=CLASSES)
+    assert " does not change beyond noise, from 0.600 " in r["ch07_trend_neg"]
+    assert r["ch07_trends"].startswith("but for neither class")
+
+
+def test_bin_trends_lack_a_bin_or_a_class():
+    r = ch07.bin_trends(_by_bin({(LOW, 0): (2, 10), (HIGH, 0): (9, 10), (LOW, 1): (4, 10)}), classes=CLASSES)
     assert " it rises, from 0.200 " in r["ch07_trend_neg"]
-    assert r["ch07_trend_pos"] == "for sentences predicted positive the table lacks [0.25, 0.5) or [0.75, 1]"
+    assert r["ch07_trend_pos"] == f"for sentences predicted positive the table lacks {LOW} or {HIGH}"
+    assert r["ch07_trends"].startswith("but the classes differ")
+    one = ch07.bin_trends(_by_bin({(LOW, 0): (2, 10), (HIGH, 0): (9, 10)}), classes=CLASSES)
+    assert one["ch07_trend_pos"].endswith(f"lacks {LOW} or {HIGH}")
 
 
-def test_bin_trends_without_a_class_at_all():
-    beats = _beats({("[0.25, 0.5)", 0): 0.2, ("[0.75, 1]", 0): 0.9})
-    assert ch07.bin_trends(beats, classes=CLASSES)["ch07_trend_pos"].endswith("lacks [0.25, 0.5) or [0.75, 1]")
+def test_bin_trends_a_bin_of_one_sentence_has_no_interval():
+    r = ch07.bin_trends(_by_bin({(LOW, 0): (1, 1), (HIGH, 0): (0, 20)}), classes=CLASSES)
+    assert r["ch07_trend_neg"] == (
+        f"for sentences predicted negative it does not change beyond noise, from 1.000 in {LOW} to 0.000 "
+        f"in {HIGH} (a change of -1.000, too few sentences in a bin for an interval)")
 
 
-def test_bin_trends_want_the_two_level_index():
-    with pytest.raises(ValueError, match="bin, predicted"):
-        ch07.bin_trends(pd.Series([0.1, 0.2]), classes=CLASSES)
+def test_bin_trends_want_the_bin_column(both):
+    with pytest.raises(ValueError, match="bin"):
+        ch07.bin_trends(both, classes=CLASSES)
+
 
 
 # ----------------------------------------------------------------------------- the seeds' peaks

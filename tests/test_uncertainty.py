@@ -365,3 +365,18 @@ def test_mcnemar_exact_refuses_what_is_not_paired_zero_one_outcomes():
         U.mcnemar_exact([0, 2], [1, 0])
     with pytest.raises(ValueError, match="same length"):
         U.mcnemar_exact([0, 1], [1])
+
+
+def test_signed_text_reads_a_difference_with_its_interval():
+    assert U.Interval(-0.0372, -0.0741, -0.0004, 400).signed_text() == "-0.037, 95% interval -0.074 to 0.000"
+    assert U.Interval(0.25, 0.1, 0.4, 50, level=0.9).signed_text(2) == "+0.25, 90% interval +0.10 to +0.40"
+    nan = float("nan")
+    assert U.Interval(-0.5, nan, nan, 3).signed_text(missing="no interval") == "-0.500, no interval"
+
+
+def test_a_group_of_one_keeps_its_estimate_but_gets_no_interval():
+    c = U.compare([1.0], [0.0, 0.0, 1.0], paired=False)
+    assert c.difference.estimate == pytest.approx(1 - 1 / 3)
+    assert np.isnan(c.difference.low) and np.isnan(c.difference.high)
+    assert c.verdict == U.WITHIN_NOISE
+    assert np.isnan(U.compare([], [0.0, 1.0], paired=False).difference.estimate)

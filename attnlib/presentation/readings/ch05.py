@@ -130,7 +130,7 @@ def class_split(results: Mapping, *, classes: Sequence[str]) -> dict[str, Any]:
         hits[lstm.predicted == 0], hits[lstm.predicted == 1], paired=False
     )
     d = split.difference
-    gap = f"({d.estimate:+.3f}, 95% interval {d.low:+.3f} to {d.high:+.3f})"
+    gap = f"({d.signed_text(missing='too few sentences in a class for an interval')})"
     return {
         "ch05_lstm_class_split": split.says(
             f"the adversary succeeds more often on the BiLSTM's sentences predicted {c0} "

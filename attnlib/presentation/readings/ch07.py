@@ -143,11 +143,7 @@ def verdicts(both: pd.DataFrame, *, classes: Sequence[str]) -> dict[str, Any]:
         paired=False,
     )
     d = split.difference
-    gap = (
-        f"{d.estimate:+.3f}, 95% interval {d.low:+.3f} to {d.high:+.3f}"
-        if np.isfinite(d.low)
-        else "too few sentences in a class for an interval"
-    )
+    gap = d.signed_text(missing="too few sentences in a class for an interval")
     if not split.differs:
         why = (
             f"The adversary beats the floor about as often for sentences predicted "
@@ -196,44 +192,57 @@ def verdicts(both: pd.DataFrame, *, classes: Sequence[str]) -> dict[str, Any]:
 _LOW, _HIGH = "[0.25, 0.5)", "[0.75, 1]"
 
 
-def _bin_move(shares: pd.DataFrame, c: int) -> tuple[str, float, float] | None:
-    """(falls / rises / stays about level, share in the low bin, share in the high bin), or
-    None when the class lacks either bin."""
-    s = shares[c].dropna() if c in shares.columns else pd.Series(dtype=float)
-    if _LOW not in s.index or _HIGH not in s.index:
+def _bin_move(g: pd.DataFrame) -> tuple[str, float, float, str] | None:
+    """For one class's sentences: (falls / rises / does not change beyond noise, share in the
+    low bin, share in the high bin, the change with its interval), or None when the class
+    has no sentence in either bin. The change is judged by :func:`attnlib.uncertainty.compare`
+    over the sentences of the two bins (two groups)."""
+    beat = (g.adversary_jsd > g.jsd).to_numpy(float)
+    bins = g["bin"].astype(str).to_numpy()
+    low, high = beat[bins == _LOW], beat[bins == _HIGH]
+    if not len(low) or not len(high):
         return None
-    lo, hi = float(s[_LOW]), float(s[_HIGH])
-    return ("falls" if hi < lo - 0.02 else "rises" if hi > lo + 0.02 else "stays about level"), lo, hi
+    change = uncertainty.compare(high, low, paired=False)
+    word = change.says("rises", "falls", "does not change beyond noise")
+    return word, float(low.mean()), float(high.mean()), change.difference.signed_text(
+        missing="too few sentences in a bin for an interval")
 
 
-def bin_trends(beats: pd.Series, *, classes: Sequence[str]) -> dict[str, Any]:
+def bin_trends(by_bin: pd.DataFrame, *, classes: Sequence[str]) -> dict[str, Any]:
     """How the share *adversary > seeds* moves from the peak-weight bin [0.25, 0.5) to
     [0.75, 1], per predicted class (``ch07_trend_neg``, ``ch07_trend_pos``), and both in one
-    clause (``ch07_trends``): "and it does for both classes, between the bins ...: from 0.979
-    to 0.808 for sentences predicted negative and ..." when both fall; "but it rises for both
-    classes, ..." when both rise; "but the classes differ: ..." otherwise.
+    clause (``ch07_trends``). A class's share "falls" or "rises" only when the interval of the
+    change (the sentences of the two bins resampled as two groups) excludes 0; otherwise it
+    "does not change beyond noise". The clause: "and it does for both classes, ..." when both
+    fall beyond noise; "but it rises for both classes, ..." when both rise; "but for neither
+    class does it change beyond noise: ..." when neither does; "but the classes differ: ..."
+    otherwise.
 
-    beats: the share per (bin, predicted) pair, a Series with that two-level index (the
-    chapter's per-bin table before it is unstacked); classes: the class names.
+    by_bin: the chapter's frame (module docstring) with a ``bin`` column, the peak-weight bin
+    of each sentence; classes: the class names.
     """
-    if not isinstance(beats, pd.Series) or list(beats.index.names) != ["bin", "predicted"]:
-        raise ValueError("beats must be a Series indexed by (bin, predicted)")
-    shares = beats.unstack("predicted")
-    shares.index = shares.index.astype(str)
-    moves = [_bin_move(shares, c) for c in (0, 1)]
+    _check_both(by_bin)
+    require_columns(by_bin, ["bin"], "by_bin")
+    moves = [_bin_move(by_bin[by_bin.predicted == c]) for c in (0, 1)]
     out = {}
     for c, key in ((0, "ch07_trend_neg"), (1, "ch07_trend_pos")):
         who = f"sentences predicted {classes[c]}"
         m = moves[c]
         out[key] = (f"for {who} the table lacks {_LOW} or {_HIGH}" if m is None
-                    else f"for {who} it {m[0]}, from {m[1]:.3f} in {_LOW} to {m[2]:.3f} in {_HIGH}")
-    if all(moves) and moves[0][0] == moves[1][0] and moves[0][0] != "stays about level":
-        (word, lo0, hi0), (_, lo1, hi1) = moves
+                    else f"for {who} it {m[0]}, from {m[1]:.3f} in {_LOW} to {m[2]:.3f} in "
+                         f"{_HIGH} (a change of {m[3]})")
+    words = {m[0] if m else None for m in moves}
+    if words == {"falls"} or words == {"rises"}:
+        (word, lo0, hi0, ch0), (_, lo1, hi1, ch1) = moves
         out["ch07_trends"] = (
             f"{'and it does' if word == 'falls' else 'but it rises'} for both classes, between the "
             f"bins {_LOW} and {_HIGH}: from {lo0:.3f} to {hi0:.3f} for sentences predicted "
-            f"{classes[0]} and from {lo1:.3f} to {hi1:.3f} for those predicted {classes[1]}"
+            f"{classes[0]} (a change of {ch0}) and from {lo1:.3f} to {hi1:.3f} for those "
+            f"predicted {classes[1]} ({ch1})"
         )
+    elif words == {"does not change beyond noise"}:
+        out["ch07_trends"] = (f"but for neither class does it change beyond noise: "
+                              f"{out['ch07_trend_neg']}; {out['ch07_trend_pos']}")
     else:
         out["ch07_trends"] = f"but the classes differ: {out['ch07_trend_neg']}; {out['ch07_trend_pos']}"
     return out

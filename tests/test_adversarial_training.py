@@ -295,6 +295,22 @@ def test_lambda_sweep(synthetic, base):
     assert again.frame.drop(columns="from_cache").equals(frame.drop(columns="from_cache"))
 
 
+def test_lambda_sweep_trains_other_models_in_its_pool(synthetic, base):
+    """also_train: the same adversaries, and each other model exactly as train_model gives it."""
+    spec = dict(dataset=synthetic, encoder="average", attention="tanh", epochs=1, progress=False)
+    sweep = at.lambda_sweep(synthetic, base, (1e-2,), epochs=1, progress=False,
+                            also_train=[dict(spec, seed=3), dict(spec, seed=4)])
+    alone = at.lambda_sweep(synthetic, base, (1e-2,), epochs=1, progress=False, use_cache=False)
+    assert _states_equal(sweep[1e-2].model, alone[1e-2].model)
+    assert [m.seed for m in sweep.also_trained] == [3, 4]
+    again = train.train_model(seed=4, use_cache=False, **spec)
+    assert _states_equal(sweep.also_trained[1].model, again.model)
+    assert at.lambda_sweep(synthetic, base, (1e-2,), epochs=1, progress=False).also_trained == ()
+    for bad in ({"dataset": synthetic}, ["not a spec"], [dict(seed=1)]):
+        with pytest.raises(ValueError, match="also_train"):
+            at.lambda_sweep(synthetic, base, (1e-2,), epochs=1, progress=False, also_train=bad)
+
+
 def test_lambda_widgets_move_along_the_sweep(synthetic, base):
     import matplotlib
 

@@ -32,7 +32,8 @@ def _frame(jsd, tvd, same=None, f1=None, lams=LAMS) -> pd.DataFrame:
 
 def _floor():
     return SimpleNamespace(
-        per_seed=pd.DataFrame({"jsd": [0.1, 0.3], "tvd": [0.02, 0.04], "same decision": [True, False]}),
+        per_seed=pd.DataFrame({"seed": [1, 2], "jsd": [0.1, 0.3], "tvd": [0.02, 0.04],
+                               "same decision": [True, False]}),
         models={1: SimpleNamespace(test={"f1": 0.7}), 2: SimpleNamespace(test={"f1": 0.8})},
     )
 
@@ -113,7 +114,13 @@ def test_yardsticks_by_hand():
     assert r["ch08_seed_same"] == 0.5 and r["ch08_uni_same"] == 0.75
     assert r["ch08_seed_f1"] == pytest.approx(0.75)
     assert (r["ch08_uni_f1"], r["ch08_base_f1"]) == (0.65, 0.75)
-    assert all(type(v) is float for k, v in r.items() if k != "ch08_seed_label")
+    assert r["ch08_seed_point"] == (
+        "2 retrained models (seeds 1 and 2) lie, on average, at mean JSD 0.200 (95% interval over "
+        "the seeds -1.071 to 1.471) and mean TVD 0.030 (-0.097 to 0.157)")
+    assert all(type(v) is float for k, v in r.items() if k not in ("ch08_seed_label", "ch08_seed_point"))
+    one = ch08.yardsticks(POINTS, floor=_floor(), uniform=UNIFORM_MODEL, uniform_vs_base=_uniform_vs_base(),
+                          base=BASE_MODEL, seed_models=(1,))
+    assert one["ch08_seed_point"] == "a retrained model (seed 1) lies at mean JSD 0.200 and mean TVD 0.050"
 
 
 def test_lambdas():
@@ -236,6 +243,7 @@ def test_peaks_with_a_collapse():
     r = ch08.peaks(table, frame, seed_model=1, last_tokens=LAST, base_f1=0.75)
     assert (r["ch08_base_first"], r["ch08_seed_first"], r["ch08_base_peakw"], r["ch08_seed_peakw"]) == (
         0.4, 0.1, 0.5, 0.45)
+    assert r["ch08_peak_seed"] == "1"
     assert r["ch08_peaks"] == (
         "λ = 0.1: peak on the first token in 0% of sentences, on the last in 95%, mean peak weight "
         "0.970; λ = 1: peak on the first token in 0% of sentences, on the last in 92%, mean peak "

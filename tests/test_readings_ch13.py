@@ -266,3 +266,11 @@ def test_pruthi_table_shows_every_row_as_printed():
     assert table.loc["BERT (mean over heads), λ = 1", "impermissible attention (%)"] == "< 0.001"
     assert table.loc["BiLSTM + attention, λ = 1"].tolist() == ["61.0", "0.07"]
     assert not any(cell.startswith("<") for cell in table["accuracy (%)"])
+
+
+def test_seeds_plan_names_each_familys_seeds():
+    assert ch13.seeds_plan(lstm_seeds=3, tf_seeds=3) == {"ch13_seeds_plan": "every model trains with 3 seeds"}
+    assert ch13.seeds_plan(lstm_seeds=1, tf_seeds=3)["ch13_seeds_plan"] == (
+        "the transformers train with 3 seeds and the BiLSTMs with one seed")
+    with pytest.raises(ValueError, match="lstm_seeds"):
+        ch13.seeds_plan(lstm_seeds=0, tf_seeds=3)

@@ -67,6 +67,7 @@ import hashlib
 import math
 import numbers
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
 import pandas as pd
@@ -87,6 +88,7 @@ from ..train import (
     fit,
     load_or_train,
     run_concurrently,
+    train_model,
 )
 
 __all__ = [
@@ -237,12 +239,14 @@ class LambdaSweep:
             same_decision (test split, against the base), accuracy, f1, roc_auc (the
             adversary's own, test split), best_epoch, train_seconds, from_cache.
     models: lambda -> :class:`AdversaryModel`.
+    also_trained: the models of ``lambda_sweep(also_train=...)``, in order.
     """
 
     frame: pd.DataFrame
     models: dict
     base: TrainedModel = field(repr=False)
     dataset: Dataset = field(repr=False)
+    also_trained: tuple = field(default=(), repr=False)
 
     def __getitem__(self, lam) -> AdversaryModel:
         return self.models[self._key(lam)]
@@ -452,6 +456,7 @@ def lambda_sweep(
     epochs: int | None = None,
     use_cache: bool = True,
     progress: bool = True,
+    also_train: Sequence[Mapping] = (),
 ) -> LambdaSweep:
     """One adversary per lambda against ``base`` (:func:`train_adversary`), tabulated.
 
@@ -460,15 +465,30 @@ def lambda_sweep(
     adversary's own accuracy, F1 and ROC-AUC, the kept epoch and the training time.
     Wiegreffe & Pinter 2019, Sec. 4. ``lambdas`` must be non-empty, finite, >= 0 and
     without duplicates.
+
+    ``also_train``: keyword arguments of :func:`attnlib.train.train_model` (each with its
+    ``dataset``) of other models the caller needs, e.g. retrained seeds of the base. They
+    train in the same pool as the adversaries and start first, so that no core idles
+    while the last adversaries train; each is exactly the model ``train_model(**spec)``
+    gives (and lands in the cache like it). ``sweep.also_trained`` holds them in order.
     """
     values = _check_lambdas(lambdas)
     _validate(dataset, base, values[0], seed, train_config, epochs)  # fail before the first training run
+    if isinstance(also_train, (str, bytes, Mapping)) or not isinstance(also_train, Sequence):
+        raise ValueError(f"also_train must be a list of train_model keyword arguments, got {type(also_train).__name__}")
+    for spec in also_train:
+        if not isinstance(spec, Mapping) or "dataset" not in spec:
+            raise ValueError(f"each also_train spec must be a dict of train_model keyword arguments with a "
+                             f"'dataset', got {spec!r:.80}")
+    others = [functools.partial(train_model, **{"progress": progress, **spec}) for spec in also_train]
     jobs = [
         functools.partial(train_adversary, dataset, base, lam, seed=seed, train_config=train_config, epochs=epochs,
                           use_cache=use_cache, progress=progress)
         for lam in values
     ]
-    adversaries = run_concurrently(jobs, progress=progress, description=f"{len(jobs)} adversaries")
+    description = f"{len(jobs)} adversaries" + (f" and {len(others)} more models" if others else "")
+    results = run_concurrently(others + jobs, progress=progress, description=description)
+    also_trained, adversaries = tuple(results[: len(others)]), results[len(others):]
     models, rows = {}, []
     for lam, adv in zip(values, adversaries):
         models[lam] = adv
@@ -486,4 +506,5 @@ def lambda_sweep(
                 "from_cache": adv.from_cache,
             }
         )
-    return LambdaSweep(frame=pd.DataFrame(rows), models=models, base=base, dataset=dataset)
+    return LambdaSweep(frame=pd.DataFrame(rows), models=models, base=base, dataset=dataset,
+                       also_trained=also_trained)

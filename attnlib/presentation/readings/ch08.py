@@ -149,6 +149,20 @@ def settings(book, paper, *, guide_lam: float) -> dict[str, Any]:
     }
 
 
+def _seed_point(floor, seed_models: Sequence[int], jsd: float, tvd: float) -> str:
+    """The seed point in words: one retrained model, or the mean of several with each
+    measure's Student's t 95% interval over the seeds (a seed's value is its mean over the
+    sentences; ``floor.per_seed`` has a ``seed`` column where there are several)."""
+    if len(seed_models) == 1:
+        return f"a retrained model (seed {seed_models[0]}) lies at mean JSD {jsd:.3f} and mean TVD {tvd:.3f}"
+    require_columns(floor.per_seed, ["seed", "jsd", "tvd"], "floor.per_seed")
+    by_seed = floor.per_seed.groupby("seed")[["jsd", "tvd"]].mean()
+    j, t = (uncertainty.seed_interval(by_seed[c].to_numpy()) for c in ("jsd", "tvd"))
+    return (f"{len(seed_models)} retrained models (seeds {listed(map(str, seed_models))}) lie, on "
+            f"average, at mean JSD {j.estimate:.3f} (95% interval over the seeds {j.range_text()}) "
+            f"and mean TVD {t.estimate:.3f} ({t.range_text()})")
+
+
 def yardsticks(
     points: Mapping[str, tuple],
     *,
@@ -158,7 +172,8 @@ def yardsticks(
     base,
     seed_models: Sequence[int],
 ) -> dict[str, Any]:
-    """The seed point, the uniform point and the base: JSD, TVD, same decision and F1.
+    """The seed point, the uniform point and the base: JSD, TVD, same decision and F1;
+    ``ch08_seed_point``, the seed point in a clause (with t intervals over several seeds).
 
     points: :func:`yardstick_points`; floor: the SeedVariance of the retrained seeds;
     uniform, base: TrainedModels; uniform_vs_base: the uniform model's Comparison with the
@@ -167,7 +182,8 @@ def yardsticks(
     (seed_jsd, seed_tvd), (uni_jsd, uni_tvd) = _two_points(points)
     seed_same = floor.per_seed["same decision"].mean()
     seed_f1 = float(np.mean([m.test["f1"] for m in floor.models.values()]))
-    out: dict[str, Any] = {"ch08_seed_label": f"seed {', '.join(map(str, seed_models))}"}
+    out: dict[str, Any] = {"ch08_seed_label": f"seed {', '.join(map(str, seed_models))}",
+                           "ch08_seed_point": _seed_point(floor, seed_models, seed_jsd, seed_tvd)}
     for key, value in {
         "seed_jsd": seed_jsd,
         "seed_tvd": seed_tvd,
@@ -414,6 +430,7 @@ def peaks(
     base_pk, seed_pk = peak_table.loc["base"], peak_table.loc[f"seed {seed_model}"]
     out: dict[str, Any] = {
         "ch08_base_first": float(base_pk["peak on first token"]),
+        "ch08_peak_seed": str(seed_model),
         "ch08_seed_first": float(seed_pk["peak on first token"]),
         "ch08_base_peakw": float(base_pk["mean peak weight"]),
         "ch08_seed_peakw": float(seed_pk["mean peak weight"]),

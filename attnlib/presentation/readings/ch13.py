@@ -15,7 +15,7 @@ import pandas as pd
 from ... import published, uncertainty
 from .wording import require_columns
 
-__all__ = ["label", "accuracy_and_mass", "pruthi", "pruthi_table", "beside_pruthi", "with_intervals", "mean_shares",
+__all__ = ["label", "seeds_plan", "accuracy_and_mass", "pruthi", "pruthi_table", "beside_pruthi", "with_intervals", "mean_shares",
            "explanations", "erasure"]
 
 #: The chapter's two model families, and the short names its glued names use.
@@ -28,6 +28,23 @@ def label(family: str, lam: float) -> str:
 
 
 _TABLE_COLUMNS = ("accuracy", "impermissible attention (%)", "accuracy, impermissible tokens deleted")
+
+
+def seeds_plan(*, lstm_seeds: int, tf_seeds: int) -> dict[str, Any]:
+    """How many training seeds each family gets for the table beside Pruthi's, for the
+    chapter's introduction (``ch13_seeds_plan``): "every model trains with 3 seeds" or
+    "the transformers train with 3 seeds and the BiLSTMs with one seed"."""
+    for name, n in (("lstm_seeds", lstm_seeds), ("tf_seeds", tf_seeds)):
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            raise ValueError(f"{name} must be a positive int, got {n!r}")
+
+    def seeds(n: int) -> str:
+        return "one seed" if n == 1 else f"{n} seeds"
+
+    plan = (f"every model trains with {seeds(tf_seeds)}" if lstm_seeds == tf_seeds
+            else f"the transformers train with {seeds(tf_seeds)} and the BiLSTMs with "
+                 f"{seeds(lstm_seeds)}")
+    return {"ch13_seeds_plan": plan}
 
 
 def _per_instance(table: pd.DataFrame, kind: str, name: str) -> np.ndarray:

@@ -241,7 +241,7 @@ PROFILES: dict[str, Profile] = {
                             "synthetic-long": ("average",)},
             lambdas=(1e-3, 1e-2, 1e-1, 1.0),
             adversary_epochs=4,
-            seed_points=3,
+            seed_points=2,
             diagnostic_datasets=("rt-polarity",),
         ),
         transformer=TransformerSizes(epochs=3),

@@ -115,8 +115,13 @@ def test_yardsticks_by_hand():
     assert r["ch08_seed_f1"] == pytest.approx(0.75)
     assert (r["ch08_uni_f1"], r["ch08_base_f1"]) == (0.65, 0.75)
     assert r["ch08_seed_point"] == (
-        "2 retrained models (seeds 1 and 2) lie, on average, at mean JSD 0.200 (95% interval over "
-        "the seeds -1.071 to 1.471) and mean TVD 0.030 (-0.097 to 0.157)")
+        "2 retrained models (seeds 1 and 2) lie, on average, at mean JSD 0.200 (the two: 0.100 and "
+        "0.300) and mean TVD 0.030 (0.020 and 0.040)")
+    three = SimpleNamespace(per_seed=pd.DataFrame({"seed": [1, 1, 2, 3], "jsd": [0.1, 0.3, 0.3, 0.4],
+                                                   "tvd": [0.0, 0.2, 0.1, 0.2]}))
+    assert ch08._seed_point(three, (1, 2, 3), 0.0, 0.0) == (
+        "3 retrained models (seeds 1, 2 and 3) lie, on average, at mean JSD 0.300 (95% interval "
+        "over the seeds 0.052 to 0.548) and mean TVD 0.133 (-0.010 to 0.277)")
     assert all(type(v) is float for k, v in r.items() if k not in ("ch08_seed_label", "ch08_seed_point"))
     one = ch08.yardsticks(POINTS, floor=_floor(), uniform=UNIFORM_MODEL, uniform_vs_base=_uniform_vs_base(),
                           base=BASE_MODEL, seed_models=(1,))

@@ -150,16 +150,20 @@ def settings(book, paper, *, guide_lam: float) -> dict[str, Any]:
 
 
 def _seed_point(floor, seed_models: Sequence[int], jsd: float, tvd: float) -> str:
-    """The seed point in words: one retrained model, or the mean of several with each
-    measure's Student's t 95% interval over the seeds (a seed's value is its mean over the
-    sentences; ``floor.per_seed`` has a ``seed`` column where there are several)."""
+    """The seed point in words: one retrained model; two, with both values; or the mean of
+    three or more with each measure's Student's t 95% interval over the seeds. A seed's value
+    is its mean over the sentences (``floor.per_seed`` has a ``seed`` column)."""
     if len(seed_models) == 1:
         return f"a retrained model (seed {seed_models[0]}) lies at mean JSD {jsd:.3f} and mean TVD {tvd:.3f}"
     require_columns(floor.per_seed, ["seed", "jsd", "tvd"], "floor.per_seed")
     by_seed = floor.per_seed.groupby("seed")[["jsd", "tvd"]].mean()
+    models = f"{len(seed_models)} retrained models (seeds {listed(map(str, seed_models))}) lie, on average,"
+    if len(by_seed) == 2:  # a t interval on one degree of freedom says less than the two values
+        j, t = (by_seed[c].to_numpy() for c in ("jsd", "tvd"))
+        return (f"{models} at mean JSD {j.mean():.3f} (the two: {j[0]:.3f} and {j[1]:.3f}) and mean "
+                f"TVD {t.mean():.3f} ({t[0]:.3f} and {t[1]:.3f})")
     j, t = (uncertainty.seed_interval(by_seed[c].to_numpy()) for c in ("jsd", "tvd"))
-    return (f"{len(seed_models)} retrained models (seeds {listed(map(str, seed_models))}) lie, on "
-            f"average, at mean JSD {j.estimate:.3f} (95% interval over the seeds {j.range_text()}) "
+    return (f"{models} at mean JSD {j.estimate:.3f} (95% interval over the seeds {j.range_text()}) "
             f"and mean TVD {t.estimate:.3f} ({t.range_text()})")
 
 

@@ -152,3 +152,31 @@ def test_dilution_flat_curve_and_bad_names():
     assert ch06.dilution(c, ["average + tanh", "average + uniform"])["ch06_dil_t_p"] == "stays at 0.97"
     with pytest.raises(ValueError, match="tanh and a uniform"):
         ch06.dilution(c, ["average + tanh"])
+
+
+def test_with_intervals_shows_f1_with_its_bootstrap_interval():
+    from types import SimpleNamespace
+
+    from sklearn.metrics import f1_score
+
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 2, 200)
+    trained = np.where(rng.random(200) < 0.8, labels, 1 - labels)
+    uniform = np.where(rng.random(200) < 0.7, labels, 1 - labels)
+    table = make_table({("rt-polarity", "trained"): (f1_score(labels, trained), 0.8, 0.9),
+                        ("rt-polarity", "uniform"): (f1_score(labels, uniform), 0.7, 0.8)})
+    table["F1 (W&P)"] = np.where(table.dataset == "rt-polarity", 0.83, np.nan)
+    rt = SimpleNamespace(labels=labels, predicted={("lstm", "trained"): trained, ("lstm", "uniform"): uniform})
+    others = {d: SimpleNamespace(labels=None, predicted={}) for d in ("imdb", "synthetic", "synthetic-long")}
+    shown = ch06.with_intervals(table, {"rt-polarity": rt, **others})
+    cell = shown.loc[("rt-polarity", "lstm", "trained"), "F1 [95% interval]"]
+    assert cell == uncertainty.f1(labels, trained).format(3)
+    assert cell.startswith(f"{f1_score(labels, trained):.3f} [")
+    low, high = (float(x) for x in cell.split("[")[1].rstrip("]").split(", "))
+    assert low < f1_score(labels, trained) < high
+    assert shown.loc[("imdb", "cnn", "uniform"), "F1 [95% interval]"] == "0.860"  # no predictions kept
+    assert list(shown.columns) == ["F1 [95% interval]", "accuracy", "ROC-AUC", "F1 (W&P)"]
+    with pytest.raises(ValueError, match="no entry"):
+        ch06.with_intervals(table, {"rt-polarity": rt})
+    with pytest.raises(ValueError, match="F1 \\(W&P\\)"):
+        ch06.with_intervals(table.drop(columns="F1 (W&P)"), {"rt-polarity": rt, **others})

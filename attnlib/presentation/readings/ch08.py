@@ -177,7 +177,8 @@ def yardsticks(
     seed_models: Sequence[int],
 ) -> dict[str, Any]:
     """The seed point, the uniform point and the base: JSD, TVD, same decision and F1;
-    ``ch08_seed_point``, the seed point in a clause (with t intervals over several seeds).
+    ``ch08_seed_point``, the seed point in a clause (two seeds' values, or t intervals over
+    three or more).
 
     points: :func:`yardstick_points`; floor: the SeedVariance of the retrained seeds;
     uniform, base: TrainedModels; uniform_vs_base: the uniform model's Comparison with the

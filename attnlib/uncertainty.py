@@ -107,9 +107,9 @@ class Interval:
         ``-0.037, 95% interval -0.074 to -0.001``; ``missing`` replaces the interval when it
         has none (NaN ends: a group of fewer than two values). An end that rounds to zero
         reads ``0.000``, without a sign."""
-        def signed(value: float) -> str:
-            text = f"{value:+.{digits}f}"
-            return text[1:] if float(text) == 0 else text
+        def signed(value: float) -> str:  # _fixed, with a "+" on a positive value
+            text = _fixed(value, digits)
+            return text if text.startswith("-") or float(text) == 0 else "+" + text
 
         if not (np.isfinite(self.low) and np.isfinite(self.high)):
             return f"{signed(self.estimate)}, {missing}"

@@ -21,6 +21,11 @@ share, a flip fraction, an accuracy) is a mean over sentences, and the sentences
   interval of the mean over seeds;
 * :func:`welch` -- two means over seeds known only by mean, sd and count (a table of seeds):
   Welch's t interval of their difference;
+* :func:`over_seeds`, :func:`compare_over_seeds`, :func:`f1_over_seeds` and
+  :func:`compare_f1_over_seeds` -- where several seeds of one recipe were scored on the same
+  sentences (seeds x instances): an interval that carries both the seed noise and the sentence
+  noise, and a verdict that says in how many seeds a difference holds, "within noise", or that
+  the seeds disagree;
 * :func:`normal_p` and :func:`holm` -- where a page runs many tests at once (every head, every
   layer), the two-sided p-value of each change against its standard error and Holm's
   step-down correction, so that one test in twenty passing at 5% is not read as a finding.
@@ -42,7 +47,8 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["Interval", "Comparison", "RankedTable", "bootstrap", "compare", "mcnemar_exact", "f1", "compare_f1", "proportion", "rank", "ranks_from_wins", "rank_columns", "seed_interval",
-           "normal_p", "normal_interval", "holm", "welch", "LEVEL", "RESAMPLES", "WITHIN_NOISE"]
+           "normal_p", "normal_interval", "holm", "welch", "over_seeds", "SeedComparison", "compare_over_seeds",
+           "f1_over_seeds", "compare_f1_over_seeds", "LEVEL", "RESAMPLES", "WITHIN_NOISE", "SEEDS_DISAGREE"]
 
 #: the confidence level of every interval in the book
 LEVEL = 0.95
@@ -606,3 +612,293 @@ def welch(mean_a: float, sd_a: float, n_a: int, mean_b: float, sd_b: float, n_b:
     return Comparison(own(mean_a, sd_a, n_a), own(mean_b, sd_b, n_b),
                       Interval(diff, diff - half, diff + half, int(n_a + n_b), level, method="Welch t over seeds"),
                       paired=False)
+
+
+# ----------------------------------------------------------------------------- seeds and sentences
+#: the verdict when some seeds show a difference one way beyond noise and others the other way
+SEEDS_DISAGREE = "seeds disagree"
+
+
+def _seed_matrix(values, name: str) -> np.ndarray:
+    """(S, n) float64: one row per training seed, one column per instance (NaN: missing)."""
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
+        raise ValueError(f"{name} must be a (seeds, instances) array, got {type(values).__name__}")
+    try:
+        array = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{name} must hold numbers: {err}") from None
+    if array.ndim != 2 or array.shape[0] < 1 or array.shape[1] < 1:
+        raise ValueError(f"{name} must be 2-D, seeds x instances (one row per seed), got shape {array.shape}")
+    if np.isinf(array).any():
+        raise ValueError(f"{name} holds inf; per-instance values must be finite (NaN marks a missing one)")
+    return array
+
+
+def _seed_draws(matrices: list, resamples: int, seed: int) -> tuple[list, list]:
+    """Per-seed means of each (S_j, n) matrix, and the same means on ``resamples`` resamples of
+    the instances, one resample of rows shared by every seed and every matrix: [(S_j,)], [(B, S_j)]."""
+    stacked = np.concatenate([m.T for m in matrices], axis=1)  # (n, sum S_j): columns resampled together
+    valid = ~np.isnan(stacked)
+    estimates = _column_means(stacked, valid)
+    draws = _resampled_means(stacked, valid, resamples, seed)
+    cuts = np.cumsum([m.shape[0] for m in matrices])[:-1]
+    return np.split(estimates, cuts), np.split(draws, cuts, axis=1)
+
+
+def _sentence_variance(draws: np.ndarray) -> float:
+    """The bootstrap variance of a statistic over resampled instances (draws: (B,); NaN draws left out)."""
+    finite = draws[np.isfinite(draws)]
+    return float(np.var(finite, ddof=1)) if finite.size > 1 else 0.0
+
+
+def _pooled(estimate: float, seed_parts: list, sentence_var: float, n: int, level: float) -> Interval:
+    """estimate +- t x sqrt(V), V = sum of the seed parts (variance, degrees of freedom) + the sentence
+    variance (taken as known: a bootstrap over many instances), with Welch-Satterthwaite's df."""
+    from scipy import stats
+
+    seed_var = sum(v for v, _ in seed_parts)
+    total = seed_var + sentence_var
+    if not math.isfinite(estimate):
+        return Interval(float("nan"), float("nan"), float("nan"), n, level, method="t over seeds and sentences")
+    if total <= 0:
+        return Interval(estimate, estimate, estimate, n, level, method="t over seeds and sentences")
+    denominator = sum(v * v / df for v, df in seed_parts if v > 0)
+    df = total * total / denominator if denominator > 0 else math.inf
+    half = float(stats.t.ppf(0.5 + level / 2, df) * math.sqrt(total)) if math.isfinite(df) else \
+        float(stats.norm.ppf(0.5 + level / 2) * math.sqrt(total))
+    return Interval(float(estimate), float(estimate) - half, float(estimate) + half, n, level,
+                    method="t over seeds and sentences")
+
+
+def _seed_part(per_seed: np.ndarray) -> tuple[float, int]:
+    """(variance of the mean over seeds, its degrees of freedom) from the per-seed statistics."""
+    per_seed = per_seed[np.isfinite(per_seed)]
+    k = len(per_seed)
+    return (float(np.var(per_seed, ddof=1)) / k, k - 1) if k > 1 else (0.0, 0)
+
+
+def _one_model(estimate: float, draws: np.ndarray, n: int, level: float) -> Interval:
+    iv = _interval(estimate, draws if n > 1 else draws[:0], n, level)
+    return Interval(iv.estimate, iv.low, iv.high, iv.n, level, method="bootstrap, one model")
+
+
+def over_seeds(values, *, level: float = LEVEL, resamples: int = RESAMPLES, seed: int = 0) -> Interval:
+    """The mean over training seeds and sentences, with an interval that carries both noises.
+
+    ``values``: (S, n), one row per training seed of one recipe, one column per test instance (the
+    same instances in every row; NaN marks a missing value). The estimate is the mean over seeds
+    of each seed's mean over its instances.
+
+    **Why not a nested bootstrap.** The design is *crossed*, not nested: every seed's model is
+    scored on the same sentences. A hierarchical bootstrap that resamples seeds and then
+    sentences independently within each seed treats the sentences as S independent samples and
+    shrinks their noise by S; one that resamples both axes at once (Owen's pigeonhole bootstrap)
+    keeps the crossing but, with 3 to 5 seeds, its percentile interval has only a handful of
+    distinct seed draws and understates the seed variance by (S - 1) / S. So this splits the
+    variance of the estimate in its two parts and estimates each where it is well estimated:
+
+    * **seeds**: the sample variance of the S per-seed means, / S. With the sentences held fixed
+      it is what retraining moves (it also carries the seed x sentence interaction / n);
+    * **sentences**: the bootstrap variance of the mean over seeds when the instances are
+      resampled *together* across seeds (one draw of rows for every seed: the crossing is kept).
+
+    The interval is estimate +- t x sqrt(sum), with the Welch-Satterthwaite degrees of freedom
+    (the seed part has S - 1, the sentence part, from hundreds of instances, is taken as known):
+    with much seed spread it is Student's t over seeds; with none, the normal interval of the
+    sentence bootstrap. Against the true variance of the crossed random-effects model it counts
+    the interaction term twice (conservative by sigma_e^2 / (S n)); ``tests/test_uncertainty.py``
+    measures its coverage by simulation. With one seed it is the sentence bootstrap's
+    percentile interval, and its ``method`` says "one model".
+    """
+    _check_settings(level, resamples, seed)
+    matrix = _seed_matrix(values, "values")
+    (estimates,), (draws,) = _seed_draws([matrix], resamples, seed)
+    n = int((~np.isnan(matrix)).any(0).sum())
+    estimate = float(np.nanmean(estimates)) if np.isfinite(estimates).any() else float("nan")
+    if matrix.shape[0] == 1:
+        return _one_model(estimate, draws[:, 0], n, level)
+    return _pooled(estimate, [_seed_part(estimates)], _sentence_variance(np.nanmean(draws, axis=1)), matrix.shape[0], level)
+
+
+@dataclass(frozen=True)
+class SeedComparison:
+    """Two quantities compared over training seeds and sentences (:func:`compare_over_seeds`).
+
+    ``a``, ``b``: each side's mean over seeds with its interval (:func:`over_seeds`);
+    ``difference``: ``a - b`` pooled over seeds and sentences; ``per_seed``: the comparison
+    within each seed (the k-th seed of a against the k-th of b), over the sentences alone.
+    """
+
+    a: Interval
+    b: Interval
+    difference: Interval
+    per_seed: tuple
+    paired_seeds: bool
+
+    @property
+    def n_seeds(self) -> int:
+        return len(self.per_seed)
+
+    @property
+    def one_model(self) -> bool:
+        """True when each side rests on one trained model: no seed noise was measured."""
+        return self.n_seeds == 1
+
+    def seeds_showing(self, verdict: str) -> int:
+        """How many seeds show ``verdict`` (``"higher"`` or ``"lower"``) beyond noise on their own."""
+        return sum(c.verdict == verdict for c in self.per_seed)
+
+    @property
+    def verdict(self) -> str:
+        """``"higher"``, ``"lower"``, :data:`WITHIN_NOISE` or :data:`SEEDS_DISAGREE`.
+
+        * :data:`SEEDS_DISAGREE`: one seed shows a beyond noise and another b, each over its sentences;
+        * ``"higher"`` / ``"lower"``: the pooled interval excludes 0, and more than half of the
+          seeds' own differences point that way (so one seed of three never carries a verdict,
+          however large its difference);
+        * otherwise :data:`WITHIN_NOISE`.
+
+        With one seed this is that seed's verdict over the sentences (``one_model``)."""
+        if self.one_model:
+            return self.per_seed[0].verdict
+        if self.seeds_showing("higher") and self.seeds_showing("lower"):
+            return SEEDS_DISAGREE
+        d = self.difference
+        direction = "higher" if d.low > 0 else "lower" if d.high < 0 else None
+        if direction is None:
+            return WITHIN_NOISE
+        signs = np.array([c.difference.estimate for c in self.per_seed])
+        agreeing = int(np.sum(signs > 0)) if direction == "higher" else int(np.sum(signs < 0))
+        return direction if 2 * agreeing > self.n_seeds else WITHIN_NOISE
+
+    @property
+    def differs(self) -> bool:
+        return self.verdict in ("higher", "lower")
+
+    @property
+    def support(self) -> int:
+        """For a verdict "higher" or "lower": the seeds that show it beyond noise on their own; else
+        the most seeds that show either direction."""
+        if self.verdict in ("higher", "lower"):
+            return self.seeds_showing(self.verdict)
+        return max(self.seeds_showing("higher"), self.seeds_showing("lower"))
+
+    def says(self, higher: str, lower: str, tie: str = WITHIN_NOISE, disagree: str = SEEDS_DISAGREE) -> str:
+        """The words for this verdict."""
+        return {"higher": higher, "lower": lower, SEEDS_DISAGREE: disagree}.get(self.verdict, tie)
+
+    def seeds_text(self) -> str:
+        """How the seeds bear it out, for a sentence: ``"holds in 3 of 3 seeds"``, ``"holds in 2 of 3
+        seeds"``, ``"beyond noise in 1 of 3 seeds alone"``, ``"one higher, one lower"``, or
+        ``"from one model"``."""
+        if self.one_model:
+            return "from one model"
+        n = self.n_seeds
+        if self.verdict == SEEDS_DISAGREE:
+            return (f"{self.seeds_showing('higher')} of {n} seeds higher, "
+                    f"{self.seeds_showing('lower')} lower, each beyond noise")
+        if self.verdict in ("higher", "lower"):
+            return f"holds in {self.support} of {n} seeds"
+        shown = max(("higher", "lower"), key=self.seeds_showing)
+        k = self.seeds_showing(shown)
+        return f"beyond noise in {k} of {n} seeds alone" if k else f"in none of {n} seeds alone"
+
+
+def _check_seed_pairs(a: np.ndarray, b: np.ndarray, paired_seeds: bool) -> None:
+    if a.shape[1] != b.shape[1]:
+        raise ValueError(f"a and b must score the same instances (columns), got {a.shape[1]} and {b.shape[1]}")
+    if a.shape[0] != b.shape[0]:
+        raise ValueError(f"a and b need the same number of seeds (rows), got {a.shape[0]} and {b.shape[0]}"
+                         + ("" if paired_seeds else "; with paired_seeds=False their k-th seeds are still "
+                            "compared one by one"))
+
+
+def _seed_comparison(est_a, est_b, draws_a, draws_b, per_seed, paired_seeds, level) -> SeedComparison:
+    S = len(est_a)
+    mean_a, mean_b = float(np.nanmean(est_a)), float(np.nanmean(est_b))
+    if S == 1:
+        side_a = _one_model(mean_a, draws_a[:, 0], per_seed[0].a.n, level)
+        side_b = _one_model(mean_b, draws_b[:, 0], per_seed[0].b.n, level)
+        return SeedComparison(side_a, side_b, per_seed[0].difference, tuple(per_seed), paired_seeds)
+    va, vb = _sentence_variance(np.nanmean(draws_a, 1)), _sentence_variance(np.nanmean(draws_b, 1))
+    side_a = _pooled(mean_a, [_seed_part(est_a)], va, S, level)
+    side_b = _pooled(mean_b, [_seed_part(est_b)], vb, S, level)
+    diff_draws = np.nanmean(draws_a, 1) - np.nanmean(draws_b, 1)
+    parts = [_seed_part(est_a - est_b)] if paired_seeds else [_seed_part(est_a), _seed_part(est_b)]
+    difference = _pooled(mean_a - mean_b, parts, _sentence_variance(diff_draws), S, level)
+    return SeedComparison(side_a, side_b, difference, tuple(per_seed), paired_seeds)
+
+
+def compare_over_seeds(a, b, *, paired_seeds: bool = True, level: float = LEVEL, resamples: int = RESAMPLES,
+                       seed: int = 0) -> SeedComparison:
+    """mean(a) against mean(b) over training seeds and sentences, and how many seeds bear it out.
+
+    ``a``, ``b``: (S, n) per-instance values, one row per seed, on the same n instances (paired by
+    instance). ``paired_seeds=True``: row k of both comes from one trained model (two explanations
+    of the same model): the seed part of the difference's variance is the spread of the per-seed
+    differences. ``paired_seeds=False``: two recipes (two encoders), each trained with S seeds:
+    the seed parts of both sides add (Welch). Either way the sentences are resampled together
+    (one draw of rows for every seed and both sides) and the per-seed verdicts compare row k
+    with row k over the sentences (:func:`compare`, paired). The pooled interval is
+    :func:`over_seeds`' (see there why it is not a nested bootstrap); the verdict,
+    :attr:`SeedComparison.verdict`, says "within noise" unless the pooled interval excludes 0 and
+    most seeds point the same way, and :data:`SEEDS_DISAGREE` when seeds differ beyond noise in
+    opposite directions. One row each: the comparison of one model over the sentences, marked
+    ``one_model``.
+    """
+    _check_settings(level, resamples, seed)
+    ma, mb = _seed_matrix(a, "a"), _seed_matrix(b, "b")
+    _check_seed_pairs(ma, mb, paired_seeds)
+    (est_a, est_b), (draws_a, draws_b) = _seed_draws([ma, mb], resamples, seed)
+    per_seed = [compare(ma[k], mb[k], paired=True, level=level, resamples=resamples, seed=seed)
+                for k in range(ma.shape[0])]
+    return _seed_comparison(est_a, est_b, draws_a, draws_b, per_seed, paired_seeds, level)
+
+
+def _f1_seed_draws(labels, predicted: list, resamples: int, seed: int):
+    """Per-seed F1 of each (S_j, n) prediction matrix, and on resampled instances (rows shared)."""
+    columns, sizes = [], []
+    for name, matrix in predicted:
+        sizes.append(matrix.shape[0])
+        for row in matrix:
+            columns.extend(_f1_columns(labels, row, name))
+    estimates, draws = _f1_draws(np.stack(columns, axis=1), resamples, seed)
+    cuts = np.cumsum(sizes)[:-1]
+    return np.split(estimates, cuts), np.split(draws, cuts, axis=1)
+
+
+def _prediction_matrix(predicted, name: str) -> np.ndarray:
+    matrix = np.asarray(predicted)
+    if matrix.ndim != 2 or matrix.shape[0] < 1:
+        raise ValueError(f"{name} must be 2-D, seeds x instances (one row of predictions per seed), got shape {matrix.shape}")
+    return matrix
+
+
+def f1_over_seeds(labels, predicted, *, level: float = LEVEL, resamples: int = RESAMPLES, seed: int = 0) -> Interval:
+    """F1 of the positive class, the mean over training seeds, with :func:`over_seeds`' interval
+    (seed spread + the sentence bootstrap, instances resampled together across seeds).
+    ``predicted``: (S, n) 0/1 predictions, one row per seed, on the instances of ``labels`` (n,)."""
+    _check_settings(level, resamples, seed)
+    matrix = _prediction_matrix(predicted, "predicted")
+    (estimates,), (draws,) = _f1_seed_draws(labels, [("predicted", matrix)], resamples, seed)
+    if matrix.shape[0] == 1:
+        return _one_model(float(estimates[0]), draws[:, 0], matrix.shape[1], level)
+    return _pooled(float(estimates.mean()), [_seed_part(estimates)], _sentence_variance(draws.mean(1)),
+                   matrix.shape[0], level)
+
+
+def compare_f1_over_seeds(labels, predicted_a, predicted_b, *, paired_seeds: bool = False, level: float = LEVEL,
+                          resamples: int = RESAMPLES, seed: int = 0) -> SeedComparison:
+    """F1(a) - F1(b) over training seeds and sentences: :func:`compare_over_seeds` for F1, which is
+    a ratio, not a mean (each resample recomputes every seed's F1 from its counts).
+
+    ``predicted_a``, ``predicted_b``: (S, n) 0/1 predictions, one row per seed, on the instances
+    of ``labels``. ``paired_seeds=False`` (the default): two recipes, each with its own seeds."""
+    _check_settings(level, resamples, seed)
+    ma, mb = _prediction_matrix(predicted_a, "predicted_a"), _prediction_matrix(predicted_b, "predicted_b")
+    _check_seed_pairs(ma, mb, paired_seeds)
+    (est_a, est_b), (draws_a, draws_b) = _f1_seed_draws(labels, [("predicted_a", ma), ("predicted_b", mb)],
+                                                       resamples, seed)
+    per_seed = [compare_f1(labels, ma[k], mb[k], level=level, resamples=resamples, seed=seed)
+                for k in range(ma.shape[0])]
+    return _seed_comparison(est_a, est_b, draws_a, draws_b, per_seed, paired_seeds, level)

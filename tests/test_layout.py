@@ -14,7 +14,7 @@ LAYERS = {
     "_checks": 0, "metrics": 0, "uncertainty": 0, "cpu": 0, "portable": 0, "cache": 0, "profiles": 0, "published": 0,
     "data": 1,
     "models": 2,
-    "train": 3, "runs": 3,
+    "train": 3, "runs": 3, "seeds": 3,
     "experiments": 4,
     "presentation": 5,
 }

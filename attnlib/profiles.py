@@ -163,6 +163,9 @@ class Profile:
     n_permutations: int = 100
     adversary_steps: int = 500
     seeds: tuple[int, ...] = (0, 1, 2, 3, 4, 5, 6, 7)
+    #: training seeds behind every model-level verdict (attnlib.seeds.seeds_after(seed, this)):
+    #: a claim about a trained model holds over this many retrainings, or says it rests on one
+    verdict_seeds: int = 5
     jw: JWSizes = field(default_factory=JWSizes)
     wp: WPSizes = field(default_factory=WPSizes)
     transformer: TransformerSizes = field(default_factory=TransformerSizes)
@@ -226,6 +229,7 @@ PROFILES: dict[str, Profile] = {
         n_permutations=100,
         adversary_steps=300,
         seeds=(0, 1, 2, 3),
+        verdict_seeds=3,
         jw=JWSizes(models={
             "rt-polarity": tuple((e, a) for e in ("lstm", "cnn", "average") for a in ("tanh", "dot")),
             # A BiLSTM over 200-word reviews costs minutes on 2 CPU cores (about 37 s an epoch

@@ -651,9 +651,11 @@ def _sentence_variance(draws: np.ndarray) -> float:
     return float(np.var(finite, ddof=1)) if finite.size > 1 else 0.0
 
 
-def _pooled(estimate: float, seed_parts: list, sentence_var: float, n: int, level: float) -> Interval:
+def _pooled(estimate: float, seed_parts: list, sentence_var: float, n: int, level: float,
+            bounds: tuple = (-math.inf, math.inf)) -> Interval:
     """estimate +- t x sqrt(V), V = sum of the seed parts (variance, degrees of freedom) + the sentence
-    variance (taken as known: a bootstrap over many instances), with Welch-Satterthwaite's df."""
+    variance (taken as known: a bootstrap over many instances), with Welch-Satterthwaite's df; the
+    ends clipped to ``bounds``, the range the mean can take (a share never leaves [0, 1])."""
     from scipy import stats
 
     seed_var = sum(v for v, _ in seed_parts)
@@ -666,8 +668,14 @@ def _pooled(estimate: float, seed_parts: list, sentence_var: float, n: int, leve
     df = total * total / denominator if denominator > 0 else math.inf
     half = float(stats.t.ppf(0.5 + level / 2, df) * math.sqrt(total)) if math.isfinite(df) else \
         float(stats.norm.ppf(0.5 + level / 2) * math.sqrt(total))
-    return Interval(float(estimate), float(estimate) - half, float(estimate) + half, n, level,
-                    method="t over seeds and sentences")
+    low, high = max(float(estimate) - half, bounds[0]), min(float(estimate) + half, bounds[1])
+    return Interval(float(estimate), low, high, n, level, method="t over seeds and sentences")
+
+
+def _support(matrix: np.ndarray) -> tuple:
+    """Where a mean of these values can lie: [0, 1] for 0/1 outcomes (a share), else anywhere."""
+    finite = matrix[np.isfinite(matrix)]
+    return (0.0, 1.0) if finite.size and np.isin(finite, (0.0, 1.0)).all() else (-math.inf, math.inf)
 
 
 def _seed_part(per_seed: np.ndarray) -> tuple[float, int]:
@@ -707,7 +715,8 @@ def over_seeds(values, *, level: float = LEVEL, resamples: int = RESAMPLES, seed
     with much seed spread it is Student's t over seeds; with none, the normal interval of the
     sentence bootstrap. Against the true variance of the crossed random-effects model it counts
     the interaction term twice (conservative by sigma_e^2 / (S n)); ``tests/test_uncertainty.py``
-    measures its coverage by simulation. With one seed it is the sentence bootstrap's
+    measures its coverage by simulation. For 0/1 values (a share) the ends are clipped to
+    [0, 1], where a share lies. With one seed it is the sentence bootstrap's
     percentile interval, and its ``method`` says "one model".
     """
     _check_settings(level, resamples, seed)
@@ -717,7 +726,8 @@ def over_seeds(values, *, level: float = LEVEL, resamples: int = RESAMPLES, seed
     estimate = float(np.nanmean(estimates)) if np.isfinite(estimates).any() else float("nan")
     if matrix.shape[0] == 1:
         return _one_model(estimate, draws[:, 0], n, level)
-    return _pooled(estimate, [_seed_part(estimates)], _sentence_variance(np.nanmean(draws, axis=1)), matrix.shape[0], level)
+    return _pooled(estimate, [_seed_part(estimates)], _sentence_variance(np.nanmean(draws, axis=1)), matrix.shape[0],
+                   level, _support(matrix))
 
 
 @dataclass(frozen=True)
@@ -813,7 +823,8 @@ def _check_seed_pairs(a: np.ndarray, b: np.ndarray, paired_seeds: bool) -> None:
                             "compared one by one"))
 
 
-def _seed_comparison(est_a, est_b, draws_a, draws_b, per_seed, paired_seeds, level) -> SeedComparison:
+def _seed_comparison(est_a, est_b, draws_a, draws_b, per_seed, paired_seeds, level,
+                     ranges=((-math.inf, math.inf),) * 3) -> SeedComparison:
     S = len(est_a)
     mean_a, mean_b = float(np.nanmean(est_a)), float(np.nanmean(est_b))
     if S == 1:
@@ -821,11 +832,11 @@ def _seed_comparison(est_a, est_b, draws_a, draws_b, per_seed, paired_seeds, lev
         side_b = _one_model(mean_b, draws_b[:, 0], per_seed[0].b.n, level)
         return SeedComparison(side_a, side_b, per_seed[0].difference, tuple(per_seed), paired_seeds)
     va, vb = _sentence_variance(np.nanmean(draws_a, 1)), _sentence_variance(np.nanmean(draws_b, 1))
-    side_a = _pooled(mean_a, [_seed_part(est_a)], va, S, level)
-    side_b = _pooled(mean_b, [_seed_part(est_b)], vb, S, level)
+    side_a = _pooled(mean_a, [_seed_part(est_a)], va, S, level, ranges[0])
+    side_b = _pooled(mean_b, [_seed_part(est_b)], vb, S, level, ranges[1])
     diff_draws = np.nanmean(draws_a, 1) - np.nanmean(draws_b, 1)
     parts = [_seed_part(est_a - est_b)] if paired_seeds else [_seed_part(est_a), _seed_part(est_b)]
-    difference = _pooled(mean_a - mean_b, parts, _sentence_variance(diff_draws), S, level)
+    difference = _pooled(mean_a - mean_b, parts, _sentence_variance(diff_draws), S, level, ranges[2])
     return SeedComparison(side_a, side_b, difference, tuple(per_seed), paired_seeds)
 
 
@@ -852,7 +863,10 @@ def compare_over_seeds(a, b, *, paired_seeds: bool = True, level: float = LEVEL,
     (est_a, est_b), (draws_a, draws_b) = _seed_draws([ma, mb], resamples, seed)
     per_seed = [compare(ma[k], mb[k], paired=True, level=level, resamples=resamples, seed=seed)
                 for k in range(ma.shape[0])]
-    return _seed_comparison(est_a, est_b, draws_a, draws_b, per_seed, paired_seeds, level)
+    (lo_a, hi_a), (lo_b, hi_b) = _support(ma), _support(mb)
+    difference = (lo_a - hi_b, hi_a - lo_b)
+    return _seed_comparison(est_a, est_b, draws_a, draws_b, per_seed, paired_seeds, level,
+                            ((lo_a, hi_a), (lo_b, hi_b), difference))
 
 
 def _f1_seed_draws(labels, predicted: list, resamples: int, seed: int):
@@ -884,7 +898,7 @@ def f1_over_seeds(labels, predicted, *, level: float = LEVEL, resamples: int = R
     if matrix.shape[0] == 1:
         return _one_model(float(estimates[0]), draws[:, 0], matrix.shape[1], level)
     return _pooled(float(estimates.mean()), [_seed_part(estimates)], _sentence_variance(draws.mean(1)),
-                   matrix.shape[0], level)
+                   matrix.shape[0], level, (0.0, 1.0))
 
 
 def compare_f1_over_seeds(labels, predicted_a, predicted_b, *, paired_seeds: bool = False, level: float = LEVEL,
@@ -901,4 +915,5 @@ def compare_f1_over_seeds(labels, predicted_a, predicted_b, *, paired_seeds: boo
                                                        resamples, seed)
     per_seed = [compare_f1(labels, ma[k], mb[k], level=level, resamples=resamples, seed=seed)
                 for k in range(ma.shape[0])]
-    return _seed_comparison(est_a, est_b, draws_a, draws_b, per_seed, paired_seeds, level)
+    return _seed_comparison(est_a, est_b, draws_a, draws_b, per_seed, paired_seeds, level,
+                            ((0.0, 1.0), (0.0, 1.0), (-1.0, 1.0)))

@@ -165,3 +165,13 @@ def test_sides_must_share_instances_and_seed_counts():
         u.compare_over_seeds(np.zeros((3, 4)), np.zeros((2, 4)))
     with pytest.raises(ValueError, match="seeds x instances"):
         u.f1_over_seeds([0, 1], [0, 1])
+
+
+def test_a_share_never_leaves_its_range():
+    """A t interval of a rare 0/1 outcome over few seeds would reach below 0: clipped to [0, 1]."""
+    flips = np.zeros((3, 800))
+    flips[1, :10] = 1  # one seed flips 10 decisions, the others none
+    iv = u.over_seeds(flips)
+    assert iv.low == 0.0 and 0 < iv.estimate < iv.high <= 1
+    c = u.compare_over_seeds(flips, np.zeros((3, 800)))
+    assert c.a.low == 0.0 and c.b.low == c.b.high == 0.0 and c.difference.low >= -1.0

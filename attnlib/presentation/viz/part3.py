@@ -229,20 +229,27 @@ def plot_flip_curves(panels: dict, *, title: str | None = None):
     one entry per instance: the fraction of its tokens erased when its decision first
     flipped, NaN when it never flips. A curve that rises sooner is a ranking that finds
     decisive tokens sooner; where it ends below 1 is the share that never flips.
+    ``fractions`` may also be (S, n), one row per training seed: the line is the mean of the
+    seeds' curves and a band of the ranking's colour spans the lowest to the highest seed.
     """
     if not panels:
         raise ValueError("panels must map at least one title to {ranking: fractions}")
     fig, axes = plt.subplots(1, len(panels), figsize=(4.4 * len(panels), 4.3), sharey=True, squeeze=False)
     grid = np.linspace(0, 1, 201)
+    seeded = False
     for ax, (name, curves) in zip(axes[0], panels.items()):
         for ranking, fractions in curves.items():
             f = np.asarray(fractions, dtype=float)
-            if f.ndim != 1 or len(f) == 0:
-                raise ValueError(f"{name}/{ranking}: fractions must be a non-empty 1-d array")
-            share = (f[None, :] <= grid[:, None]).mean(1)  # NaN (never flips) compares False
+            if f.ndim not in (1, 2) or f.size == 0:
+                raise ValueError(f"{name}/{ranking}: fractions must be a non-empty (n,) or (seeds, n) array")
+            rows = np.atleast_2d(f)
+            share = (rows[:, None, :] <= grid[None, :, None]).mean(2)  # (S, G); NaN (never flips) compares False
             colour, style = _RANKING_STYLE.get(ranking, (None, "-"))
-            ax.plot(grid, share, color=colour, ls=style, lw=1.8,
-                    label=f"{ranking.replace('_x_', ' × ')} (never: {np.mean(np.isnan(f)):.0%})")
+            line, = ax.plot(grid, share.mean(0), color=colour, ls=style, lw=1.8,
+                            label=f"{ranking.replace('_x_', ' × ')} (never: {np.mean(np.isnan(rows)):.0%})")
+            if len(rows) > 1:
+                seeded = True
+                ax.fill_between(grid, share.min(0), share.max(0), color=line.get_color(), alpha=0.15, lw=0)
         ax.set_title(name, fontsize=10)
         ax.set_xlabel("fraction of attention weights erased")
         ax.set_xlim(0, 1)
@@ -260,8 +267,9 @@ def plot_flip_curves(panels: dict, *, title: str | None = None):
             flipped = f[f <= 1]  # NaN: never flips
             where = f", median {number(np.median(flipped))} erased" if len(flipped) else ""
             said.append(f"{short_label(name) + ', ' if len(panels) > 1 else ''}{ranking.replace('_x_', ' × ')} "
-                        f"{len(flipped) / len(f):.0%} flipped{where}")
-    summarise(fig, f"Decisions flipped by the end: {listing(said)}.")
+                        f"{len(flipped) / f.size:.0%} flipped{where}")
+    band = " Lines are means over the training seeds; bands span the lowest to the highest seed." if seeded else ""
+    summarise(fig, f"Decisions flipped by the end: {listing(said)}.{band}")
     return fig
 
 

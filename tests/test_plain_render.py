@@ -16,6 +16,7 @@ nbconvert = pytest.importorskip("nbconvert", reason="nbconvert is in the [test] 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "chapters").glob("[0-9]*.ipynb"))
 sys.path.insert(0, str(ROOT / "tools"))
+import execute_chapters  # noqa: E402
 import grade  # noqa: E402
 
 #: What a plain front end would show raw: MyST roles and directives, their option lines, and the
@@ -39,6 +40,32 @@ def _visible_text(path: Path) -> tuple[str, str]:
     html, _ = exporter.from_notebook_node(nbformat.read(path, as_version=4))
     text = re.sub(r"<[^>]+>", " ", re.sub(r"<(script|style)\b.*?</\1>", " ", html, flags=re.S))
     return html, text
+
+
+def test_progress_bars_are_recognised_and_stripped():
+    bar = {"output_type": "display_data", "metadata": {},
+           "data": {"application/vnd.jupyter.widget-view+json": {"model_id": "ab"},
+                    "text/plain": ["training 6 models (2 at once):   0%|          | 0/6 [00:00<?, ?model/s]"]}}
+    stream = {"output_type": "stream", "name": "stderr", "text": "x:  50%|#####     | 1/2 [00:01<00:01]\r"
+                                                                 "x: 100%|##########| 2/2 [00:02<00:00]\n"}
+    text = {"output_type": "stream", "name": "stdout", "text": "accuracy 95%| and 3/4 of the rest\nmore text\n"}
+    table = {"output_type": "execute_result", "metadata": {}, "execution_count": 1, "data": {"text/plain": ["50%|a| 1/2"]}}
+    assert execute_chapters.is_progress_bar(bar) and execute_chapters.is_progress_bar(stream)
+    assert not execute_chapters.is_progress_bar(text) and not execute_chapters.is_progress_bar(table)
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x")])
+    nb.cells[0].outputs = [nbformat.from_dict(o) for o in (bar, text, stream, table)]
+    assert execute_chapters.strip_progress_bars(nb) == 2
+    assert [o["output_type"] for o in nb.cells[0].outputs] == ["stream", "execute_result"]
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_a_committed_chapter_shows_no_progress_bar(path):
+    """A committed bar is frozen at 0% in JupyterLab, Colab and the built pages: none is kept."""
+    nb = nbformat.read(path, as_version=4)
+    frozen = [i for i, cell in enumerate(nb.cells) if cell.cell_type == "code"
+              for out in cell.get("outputs", []) if execute_chapters.is_progress_bar(out)
+              or re.search(r"\d+%\|", "".join(out.get("data", {}).get("text/plain", "")))]
+    assert not frozen, f"{path.name}: progress bars committed in cells {frozen}; re-execute with tools/execute_chapters.py"
 
 
 def test_there_are_chapters():

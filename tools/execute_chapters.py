@@ -28,6 +28,7 @@ machine, and pass ``--no-times`` when anything else runs beside the chapters.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import tempfile
 import time
@@ -43,6 +44,33 @@ zmq_poll_fix.apply()  # a lost wake-up must not hang a chapter (see tools/zmq_po
 
 ROOT = Path(__file__).resolve().parents[1]
 
+#: a tqdm bar's text: "training 6 models (2 at once):  33%|###   | 2/6 [...]"
+_BAR = re.compile(r"\d+%\|[^|\n]*\|\s*\d+/\d+")
+
+
+def is_progress_bar(output) -> bool:
+    """Whether a cell output is a progress bar: a widget view whose text is a tqdm bar, or a
+    stream every line of which is one. A committed bar is frozen where the run left it (0% in
+    the widget's text form, which JupyterLab, Colab and the built pages show), so none is kept."""
+    if output.get("output_type") == "stream":
+        lines = [line for line in re.split(r"[\r\n]", "".join(output.get("text", ""))) if line.strip()]
+        return bool(lines) and all(_BAR.search(line) for line in lines)
+    data = output.get("data", {})
+    return "application/vnd.jupyter.widget-view+json" in data and bool(_BAR.search("".join(data.get("text/plain", ""))))
+
+
+def strip_progress_bars(nb) -> int:
+    """Remove every progress-bar output from a notebook (in place); the number removed. A live
+    run still shows its bars; every cell that draws one is tagged nbval-ignore-output."""
+    removed = 0
+    for cell in nb.cells:
+        if cell.get("cell_type") != "code":
+            continue
+        kept = [out for out in cell.get("outputs", []) if not is_progress_bar(out)]
+        removed += len(cell.get("outputs", [])) - len(kept)
+        cell["outputs"] = kept
+    return removed
+
 
 def execute(path: Path) -> float:
     nb = nbformat.read(path, as_version=4)
@@ -52,6 +80,7 @@ def execute(path: Path) -> float:
     client.execute()
     for cell in nb.cells:  # keep diffs quiet: no per-run timestamps
         cell.get("metadata", {}).pop("execution", None)
+    strip_progress_bars(nb)  # a committed bar is frozen at 0% in every front end
     nbformat.write(nb, path)
     return time.perf_counter() - start
 

@@ -128,8 +128,10 @@ student: install
 # Grade a folder of submissions, SUBMISSIONS/<student>/<chapter>.ipynb, into the CSV GRADES
 # (student, chapter, exercise, passed, message, file, note, sandbox). Runs each notebook's
 # opening cells and its Exercises section in a fresh kernel in a bubblewrap sandbox (needs
-# bwrap: apt-get install bubblewrap); GRADE_TIMEOUT seconds per notebook in all. Rows are
-# appended student by student; GRADE_FLAGS=--resume goes on with a stopped run's CSV.
+# bwrap: apt-get install bubblewrap), then judges each exercise apart, in a fresh sandbox with
+# only the student's code for it, on cases drawn for that student; GRADE_TIMEOUT seconds per
+# notebook in all. Rows are appended student by student; GRADE_FLAGS=--resume goes on with a
+# stopped run's CSV (and grades again a student whose rows are not all there).
 SUBMISSIONS ?= submissions
 GRADES ?= grades.csv
 GRADE_TIMEOUT ?= 180

@@ -14,6 +14,7 @@ The last tests need no kernel: each checker rejects plausible wrong answers.
 """
 import csv
 import hashlib
+import json
 import os
 import signal
 import subprocess
@@ -25,6 +26,8 @@ import nbformat
 import numpy as np
 import pytest
 import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
@@ -186,6 +189,106 @@ os.wait()''')
 
     _write(looper, folder / "z_resumed" / CH02.name)  # already in the CSV: never run
 
+    # Wrappers around the book's own functions, one kind per exercise: none is there when judged.
+    wrapper = _insert_in(unsolved(CH02), "ex-tvd", "my_tvd = lambda p, q: tvd(p, q)", "end")
+    _insert_in(wrapper, "ex-jsd", "import functools\n\nmy_jsd = functools.partial(jsd)", "end")
+    _insert_in(wrapper, "ex-tau", TAU_WRAPPER, "end")
+    _write(wrapper, folder / "j_wrapper" / CH02.name)
+
+    # The kernel patched: the "imported" detector blinded, the recording function replaced; and a
+    # lone surrogate in an error message (which once stopped the grader).
+    blinder = _insert_in(unsolved(CH02), "ex-tvd", BLINDER, "end")
+    _insert_in(blinder, "ex-jsd", "my_jsd = jsd", "end")
+    _insert_in(blinder, "ex-tau", SURROGATE, "end")
+    _write(blinder, folder / "k_blinder" / CH02.name)
+
+    # Recorded files overwritten by a daemon, and a folder nested 1,500 deep where the kernel writes.
+    _write(_insert_in(unsolved(CH02), "ex-tvd", OVERWRITER, "end"), folder / "l_overwriter" / CH02.name)
+
+    # The runner's report forged ("finished") through its file descriptors, then the runner killed:
+    # Chapter 2 with only its first exercise solved.
+    runner_killer = unsolved(CH02)
+    starter = next(c for c in runner_killer.cells if "exercise" in grade.tags(c) and "def my_tvd" in c.source)
+    starter.source = next(c.source for c in solved(CH02).cells if "exercise" in grade.tags(c) and "def my_tvd" in c.source)
+    _write(_insert_in(runner_killer, "ex-jsd", RUNNER_KILLER, "end"), folder / "m_runner_killer" / CH02.name)
+
+    # Hand-ins that once stopped the grader: each is a row.
+    not_utf8 = os.fsdecode(b"n_caf\xe9")
+    (folder / not_utf8).mkdir()
+    (folder / not_utf8 / CH02.name).write_text("{not json", encoding="utf-8")
+    numbered = json.loads(nbformat.writes(unsolved(CH02)))
+    numbered["cells"][5]["source"] = 42
+    (folder / "o_numbered").mkdir()
+    (folder / "o_numbered" / CH02.name).write_text(json.dumps(numbered), encoding="utf-8")
+    (folder / "p_formula").mkdir()
+    (folder / "p_formula" / "=1+2.ipynb").write_text("{}", encoding="utf-8")
+    (folder / "y_partial").mkdir()  # one row of three in the CSV: graded again
+    (folder / "y_partial" / CH02.name).write_text("{not json", encoding="utf-8")
+
+
+TAU_WRAPPER = '''import attnlib.metrics
+
+
+def _tau(x, y):
+    return attnlib.metrics.kendall_tau(x, y)[0]
+
+
+class _Tau:
+    def __call__(self, x, y):
+        return _tau(x, y)
+
+
+my_kendall_tau = _Tau()'''
+
+BLINDER = '''import attnlib.presentation.exercises as ex
+import attnlib.presentation.exercises.core as core
+
+core._attnlib_function = lambda fn: None
+ex.record_answers = core.record_answers = lambda *args, **kwargs: None
+my_tvd = tvd'''
+
+SURROGATE = '''def my_kendall_tau(x, y):
+    raise ValueError("\\udcff")
+
+
+raise ValueError("\\udcff")'''
+
+_FORGED = '{"checker": "check_tvd", "imported": null, "missing": null, "answers": [{"kind": "value"}]}'
+OVERWRITER = f"""import os, sys
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        code = '''import glob, os, time
+while True:
+    for folder in glob.glob("/grade-out*") + glob.glob("/grade-out/*") + ["/tmp", "."]:
+        for name in ("check_tvd", "check_jsd", "check_kendall_tau"):
+            try:
+                os.makedirs(folder + "/answers", exist_ok=True)
+                open(folder + "/answers/" + name + ".json", "w").write({_FORGED!r})
+            except OSError:
+                pass
+    time.sleep(0.05)'''
+        os.execv(sys.executable, [sys.executable, "-c", code, "{MARKER}"])
+    os._exit(0)
+os.wait()
+start = os.getcwd()
+for _ in range(1500):
+    os.mkdir("d")
+    os.chdir("d")
+os.chdir(start)"""
+
+RUNNER_KILLER = '''import json, os
+my_jsd = jsd
+state = json.dumps({"running": None, "errors": {}, "stopped": None, "finished": True})
+parent = os.getppid()
+for fd in range(64):  # its descriptors, if it let them be opened
+    try:
+        with open(f"/proc/{parent}/fd/{fd}", "w") as f:
+            f.write(state + "\\n")
+    except OSError:
+        pass
+os.kill(parent, 9)'''
+
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
@@ -204,9 +307,11 @@ def graded(tmp_path_factory):
                "paths": [folder, results, grader_cwd, grader_tmp, folder / "a_honest" / CH02.name, out, ROOT / "tools"],
                "targets": [folder / "a_honest" / CH02.name, out, old, grader_cwd / "keep.txt"]}
     _class(folder, outside)
-    with open(out, "w", newline="") as f:  # z_resumed was graded by an earlier run
+    with open(out, "w", newline="") as f:  # z_resumed was graded by an earlier run; y_partial's stopped
         csv.writer(f, lineterminator="\n").writerows(
-            [grade.COLUMNS, ["z_resumed", "02_measures", "ex-tvd", "False", "graded before", CH02.name, "", "bwrap"]])
+            [grade.COLUMNS] + [["z_resumed", "02_measures", label, "False", "graded before", CH02.name, "", "bwrap"]
+                               for label in LABELS]
+            + [["y_partial", "02_measures", "ex-tvd", "True", "cut short", CH02.name, "", "bwrap"]])
     before = {"class": _tree_hashes(folder), "attnlib": _tree_hashes(ROOT / "attnlib"),
               "old": old.read_bytes(), "processes": _sandbox_processes()}
     env = {**os.environ, "TMPDIR": str(grader_tmp), "ATTNLIB_GRADE_LOG": str(log), "PYTHONPATH": str(ROOT),
@@ -216,7 +321,7 @@ def graded(tmp_path_factory):
     start = time.perf_counter()
     first = subprocess.Popen(command + ["--jobs", "1"], cwd=grader_cwd, env=env, stderr=subprocess.PIPE, text=True)
     seen_running = False  # our sandboxes are found while they run: the run's name reaches them
-    while first.poll() is None and len(_read_csv(out)) < 4:  # the seeded row and a_honest's three
+    while first.poll() is None and len(_read_csv(out)) < 6:  # z_resumed's rows and a_honest's three
         seen_running = seen_running or bool(_sandbox_processes())
         time.sleep(0.5)
     first.send_signal(signal.SIGTERM)
@@ -274,10 +379,58 @@ def test_a_forged_log_and_forged_records_do_not_pass(graded):
 def test_a_patched_checker_and_reference_do_not_pass(graded):
     patcher = _verdicts(graded, "c_patcher")
     assert all(passed == "False" for passed, _ in patcher.values()), patcher
-    assert patcher["ex-tvd"][1].startswith("tvd: case") and "is off" in patcher["ex-tvd"][1]
     rollout = _rows(graded["rows"], "c_patcher", "14_rollout_and_flow")
-    assert rollout["ex-rollout"][0] == "False" and rollout["ex-rollout"][1].startswith("rollout: case 1 is off")
-    assert _tree_hashes(ROOT / "attnlib") == graded["before"]["attnlib"]  # attnlib is read-only
+    assert rollout["ex-rollout"][0] == "False", rollout
+    poisoned = [p for p in (ROOT / "attnlib").rglob("*.py") if p.read_bytes().endswith(b"\n# poisoned\n")]
+    assert poisoned == []  # attnlib is read-only (other work on the tree may change it meanwhile: not hashed)
+
+
+#: Every forgery of the class: (student, exercise) -> the passes it tried to forge. m_runner_killer's
+#: ex-tvd is its own honest answer.
+FORGERIES = {(student, label) for student in ("b_forger", "c_patcher", "j_wrapper", "k_blinder", "l_overwriter")
+             for label in LABELS} | {("c_patcher", "ex-rollout"), ("c_patcher", "ex-augmented-attention"),
+                                     ("m_runner_killer", "ex-jsd"), ("m_runner_killer", "ex-tau")}
+
+
+def test_no_forgery_passes(graded):
+    passed = sorted((r["student"], r["exercise"]) for r in graded["rows"]
+                    if (r["student"], r["exercise"]) in FORGERIES and r["passed"] == "True")
+    assert passed == [], passed
+    assert len({(r["student"], r["exercise"]) for r in graded["rows"]} & FORGERIES) == len(FORGERIES)
+
+
+def test_a_wrapper_around_the_books_function_finds_nothing_to_call(graded):
+    wrapper = _verdicts(graded, "j_wrapper")
+    assert all(passed == "False" for passed, _ in wrapper.values()), wrapper
+    assert "NameError: name 'tvd' is not defined" in wrapper["ex-tvd"][1]  # the import of tvd failed
+    assert "ImportError" in wrapper["ex-jsd"][1] or "NameError" in wrapper["ex-jsd"][1], wrapper["ex-jsd"]
+    assert "attnlib.metrics" in wrapper["ex-tau"][1] or "AttributeError" in wrapper["ex-tau"][1], wrapper["ex-tau"]
+
+
+def test_a_patched_kernel_and_a_lone_surrogate(graded):
+    blinder = _verdicts(graded, "k_blinder")
+    assert all(passed == "False" for passed, _ in blinder.values()), blinder
+    assert "\\udcff" in blinder["ex-tau"][1]  # the student's message, escaped, in valid UTF-8
+
+
+def test_runner_reports_forged_and_the_runner_killed_judge_nothing_unseen(graded):
+    killer = _verdicts(graded, "m_runner_killer")
+    assert killer["ex-tvd"] == ("True", "tvd: correct on all 7 cases.")  # its cells finished before
+    for label in ("ex-jsd", "ex-tau"):
+        passed, message = killer[label]
+        assert passed == "False" and message.startswith("the run ended early") and "not judged" in message, message
+
+
+def test_crash_cases_are_rows(graded):
+    rows = graded["rows"]
+    caf = [r for r in rows if r["student"] == "n_caf\\udce9"]
+    assert len(caf) == 3 and all(r["message"].startswith("not a notebook") for r in caf), caf
+    numbered = _verdicts(graded, "o_numbered")
+    assert all(m.startswith("not a notebook") and "cell 6's source is a int" in m for _, m in numbered.values())
+    formula = [r for r in rows if r["student"] == "p_formula"]
+    assert [(r["chapter"], r["exercise"], r["file"]) for r in formula] == [("'=1+2", "-", "'=1+2.ipynb")]
+    overwriter = _verdicts(graded, "l_overwriter")  # a daemon and a folder 1,500 deep
+    assert all(passed == "False" and "not implemented yet" in m for passed, m in overwriter.values()), overwriter
 
 
 def test_other_hand_ins_the_csv_and_the_grader_folder_are_out_of_reach(graded):
@@ -297,7 +450,7 @@ def test_a_daemon_dies_with_the_sandbox(graded):
 
 def test_killing_the_parent_ends_only_that_notebook(graded):
     killer = _verdicts(graded, "f_killer")
-    assert killer["ex-tvd"] == ("True", "tvd: correct on all 7 cases.")  # recorded before the kill
+    assert killer["ex-tvd"] == ("True", "tvd: correct on all 7 cases.")  # its cells finished before the kill
     for label in ("ex-jsd", "ex-tau"):
         passed, message = killer[label]
         assert passed == "False" and message.startswith("the run ended early"), message
@@ -318,19 +471,21 @@ def test_an_infinite_loop_in_an_opening_cell_times_out(graded):
 
 def test_the_csv_is_complete_resumable_and_nothing_is_left_behind(graded):
     rc, err, after_stop = graded["first"]
-    assert rc != 0  # stopped by SIGTERM ...
-    assert [r["student"] for r in after_stop["rows"]][:4] == ["z_resumed"] + ["a_honest"] * 3
-    assert len(after_stop["rows"]) in (4, 7)  # ... with whole students only
+    assert rc == 143, err[-2000:]  # stopped by SIGTERM, as the README says ...
+    assert "Traceback" not in err and "UnboundLocalError" not in err, err[-2000:]
+    assert [r["student"] for r in after_stop["rows"]][:6] == ["z_resumed"] * 3 + ["a_honest"] * 3
+    assert len(after_stop["rows"]) in (6, 9)  # ... with whole students only (y_partial's cut row taken out)
     assert after_stop["tmp"] == []  # ... and its temporary folders removed
     keys = [(r["student"], r["exercise"]) for r in graded["rows"]]
     assert len(keys) == len(set(keys))  # nobody graded twice
     students = sorted({r["student"] for r in graded["rows"]})
-    assert students == sorted(p.name for p in graded["folder"].iterdir())
+    assert students == sorted(grade.csv_text(p.name) for p in graded["folder"].iterdir())
     for student in students:
-        if student != "z_resumed":
+        if student not in ("z_resumed", "p_formula"):
             assert sorted(e for s, e in keys if s == student and e.startswith("ex-")) == sorted(
                 LABELS + (("ex-augmented-attention", "ex-rollout") if student == "c_patcher" else ()))
-    assert _rows(graded["rows"], "z_resumed", "02_measures") == {"ex-tvd": ("False", "graded before")}
+    assert _rows(graded["rows"], "z_resumed", "02_measures") == {label: ("False", "graded before") for label in LABELS}
+    assert all(m.startswith("not a notebook") for _, m in _rows(graded["rows"], "y_partial", "02_measures").values())
     assert {r["sandbox"] for r in graded["rows"]} == {"bwrap"}
     assert os.listdir(graded["grader_tmp"]) == []
     assert sorted(os.listdir(graded["grader_cwd"])) == ["keep.txt"]
@@ -391,6 +546,11 @@ def _softmax(scores, mask):
     return torch.softmax(scores.masked_fill(~mask, float("-inf")), -1).masked_fill(~mask, 0.0)
 
 
+def _binned(values, max_attention):
+    bins = np.clip(np.searchsorted(np.array([0.0, 0.25, 0.5, 0.75, 1.0]), max_attention, side="right") - 1, 0, 3)
+    return np.array([np.median(values[bins == b]) if np.any(bins == b) else np.nan for b in range(4)])
+
+
 def _first_flip(flips, lengths, shift=1.0):
     return np.where(flips.any(-1), (flips.argmax(-1) + shift) / lengths, np.nan)
 
@@ -401,12 +561,17 @@ RIGHT_AND_WRONG = {
     "check_kendall_tau": (_tau_b, {"0 for a constant array": lambda x, y: _tau_b(x, y, constant=0.0),
                                    "tau-a": lambda x, y: _tau_b(x, y) if len(set(x)) == len(x) and len(set(y)) == len(y)
                                    else 0.5}),
-    "check_permutation": (_permute, {"rotation": _rotate, "the identity": lambda a, m, g: a.clone()}),
+    "check_permutation": (_permute, {"rotation": _rotate, "the identity": lambda a, m, g: a.clone(),
+                                     "the generator ignored": lambda a, m, g: _permute(a, m, None)}),
     "check_masked_softmax": (_softmax, {"unnormalised weights": lambda s, m: torch.exp(s - s.max()) * m,
                                         "padding included": lambda s, m: torch.softmax(s, -1)}),
     "check_first_flip_fraction": (_first_flip, {"off by one": lambda f, n: _first_flip(f, n, 0.0)}),
     "check_aopc": (lambda v: np.asarray(v).mean(-1), {"off by one (F - 1)": lambda v: np.asarray(v).sum(-1) / 4,
                                                      "one number": lambda v: np.asarray(v).mean()}),
+    "check_eps_max_jsd": (lambda t, j, e: np.maximum(np.where(t <= e, j, 0.0).max(1), 0.0),
+                          {"TVD < eps (the boundary dropped)": lambda t, j, e: np.maximum(
+                              np.where(t < e, j, 0.0).max(1), 0.0)}),
+    "check_binned_medians": (_binned, {"0 for an empty bin": lambda v, m: np.nan_to_num(_binned(v, m))}),
 }
 
 
@@ -445,7 +610,143 @@ def test_links_and_pipes_left_in_the_answers_folder_are_never_opened(tmp_path):
     assert recorded.unreadable and not exercises.judge_recorded("check_jsd", answers)
     (tmp_path / "linked").symlink_to(answers, target_is_directory=True)
     assert exercises.read_answers("check_jsd", tmp_path / "linked") is None
-    (tmp_path / "run.json").symlink_to(secret)
-    assert grade._read_run(tmp_path / "run.json") == {}
-    os.mkfifo(tmp_path / "fifo.json")
-    assert grade._read_run(tmp_path / "fifo.json") == {}
+
+
+def test_a_folder_nested_1500_deep_is_removed(tmp_path):
+    deep = tmp_path / "work"
+    deep.mkdir()
+    fd = os.open(deep, os.O_RDONLY)
+    for _ in range(1500):  # relative to the folder above: the whole path is past PATH_MAX
+        os.mkdir("d", dir_fd=fd)
+        inner = os.open("d", os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = inner
+    os.close(os.open("f", os.O_WRONLY | os.O_CREAT, dir_fd=fd))
+    os.close(fd)
+    os.symlink(str(tmp_path / "keep"), str(deep / "link"))  # a link is removed, never followed
+    (tmp_path / "keep").mkdir()
+    (tmp_path / "keep" / "x").write_text("x")
+    grade.remove_tree(deep)
+    assert not deep.exists() and (tmp_path / "keep" / "x").read_text() == "x"
+
+
+def test_the_judges_reply_is_read_strictly():
+    """What comes back over the judge's pipe is data: a short reply, an array that claims more
+    than was sent, a dtype of objects, are errors, never values."""
+    header = {"errors": [], "missing": None, "answers": [{"kind": "value", "value": {"array": 0, "dtype": "<f8",
+                                                                                     "shape": [2]}}]}
+    body = json.dumps(header).encode()
+    reply = grade._JUDGE_MAGIC + len(body).to_bytes(8, "big") + body + np.array([1.0, 2.0]).tobytes()
+    assert grade._decode_answers(reply)["answers"][0]["value"].tolist() == [1.0, 2.0]
+    with pytest.raises(ValueError):
+        grade._decode_answers(reply[:-8])  # an array that claims more than was sent
+    header["answers"][0]["value"]["shape"] = [10**12]  # terabytes claimed: refused before any allocation
+    body = json.dumps(header).encode()
+    with pytest.raises(ValueError):
+        grade._decode_answers(grade._JUDGE_MAGIC + len(body).to_bytes(8, "big") + body)
+    header["answers"][0]["value"].update(shape=[1], dtype="|O")
+    body = json.dumps(header).encode()
+    with pytest.raises((ValueError, TypeError)):
+        grade._decode_answers(grade._JUDGE_MAGIC + len(body).to_bytes(8, "big") + body + b"x" * 8)
+    with pytest.raises(ValueError):
+        grade._decode_answers(b"tvd: correct on all 7 cases.")
+
+
+def test_a_zip_bomb_in_recorded_answers_is_not_expanded(tmp_path):
+    """read_answers (kept for the notebooks' own use) checks what an .npz expands to before loading it."""
+    import zipfile
+
+    exercises.record_answers("check_tvd", lambda: (lambda p, q: _tvd(p, q)), tmp_path)
+    header = np.lib.format.header_data_from_array_1_0(np.zeros(1))
+    header["shape"] = (2**31,)  # 16 GB of zeros, a few MB compressed
+    with zipfile.ZipFile(tmp_path / "check_tvd.npz", "w", zipfile.ZIP_DEFLATED) as archive:
+        with archive.open("a0.npy", "w", force_zip64=True) as f:
+            np.lib.format.write_array_header_1_0(f, header)
+            chunk = bytes(2**24)
+            for _ in range(8):  # 128 MB written, the header claims 16 GB
+                f.write(chunk)
+    recorded = exercises.read_answers("check_tvd", tmp_path)
+    assert recorded.unreadable and "claims more" in recorded.unreadable or "expand" in recorded.unreadable
+
+
+def test_csv_cells_that_look_like_formulas_are_escaped():
+    assert grade.csv_text("=1+2.ipynb") == "'=1+2.ipynb"
+    assert [grade.csv_text(t) for t in ("+x", "-x", "@x", "-", "ok")] == ["'+x", "'-x", "'@x", "-", "ok"]
+    assert grade.csv_text(os.fsdecode(b"caf\xe9")) == "caf\\udce9"
+    assert grade.csv_text("\udcff") == "\\udcff"
+
+
+def _solutions() -> dict:
+    """Each checker's right answer: the book's own solution, from its chapter's solution cells."""
+    from test_classroom import CHAPTERS, _read, _solution_sources
+
+    found = {}
+    for path in CHAPTERS:
+        nb = _read(path)
+        namespace = {"np": np, "torch": torch, "pd": __import__("pandas")}
+        exec("from attnlib.metrics import jsd", namespace)  # noqa: S102 - the helper Chapter 5 allows
+        for source in _solution_sources(nb):
+            try:
+                exec(source, namespace)  # noqa: S102 - the book's own code
+            except NameError:  # Chapter 7's demonstration on the chapter's results
+                pass
+        for ex in grade.exercises_of(nb):
+            found[ex.checker] = namespace[ex.answer]
+    return found
+
+
+def _nudged(value, factor=1.001):
+    """``value`` (an array, a tensor, a number, a tuple, a data frame) times ``factor``: off by 0.1 %."""
+    import pandas as pd
+
+    if isinstance(value, torch.Tensor):
+        return value * factor
+    if isinstance(value, pd.DataFrame):
+        return value * factor
+    if isinstance(value, (tuple, list)):
+        return type(value)(_nudged(v, factor) for v in value)
+    return np.asarray(value, dtype=float) * factor + (np.asarray(value) == 0) * 1e-3
+
+
+def _nan_as_zero(value):
+    import pandas as pd
+
+    if isinstance(value, torch.Tensor):
+        return torch.nan_to_num(value)
+    if isinstance(value, pd.DataFrame):
+        return value.fillna(0.0)
+    return np.nan_to_num(np.asarray(value, dtype=float))
+
+
+SOLUTIONS = _solutions()
+
+
+@pytest.mark.parametrize("checker", sorted(exercises.SPECS))
+def test_every_checker_has_a_right_answer_from_its_chapter(checker):
+    spec = exercises.SPECS[checker]()
+    assert exercises.judge(spec, exercises.answers_of(spec, SOLUTIONS[checker])), checker
+
+
+@pytest.mark.parametrize("checker", sorted(exercises.SPECS))
+@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
+@given(seed=st.integers(0, 2**62))
+def test_on_any_seed_each_checker_passes_its_right_answer_and_fails_plausible_wrong_ones(checker, seed):
+    """The grader draws each student's cases from a seed of its own: whatever the seed, the book's
+    solution passes, and wrong answers fail: off by 0.1 %, NaN written as 0 (where a case's
+    expected value is NaN: an empty bin, a constant array, no flip), and the checker's own
+    plausible mistakes (the boundary dropped, the generator ignored, ...)."""
+    spec = exercises.SPECS[checker](seed)
+    right = SOLUTIONS[checker]
+
+    def verdict(fn):
+        return exercises.judge(spec, exercises.answers_of(spec, fn))
+
+    assert verdict(right), (checker, seed, verdict(right).message)
+    wrong = {"off by 0.1 %": lambda *a: _nudged(right(*a))}
+    if spec.reference is not None and any(np.isnan(np.asarray(spec.to_numpy(spec.reference(*c)), float)).any()
+                                          for c in spec.cases):
+        wrong["NaN written as 0"] = lambda *a: _nan_as_zero(right(*a))
+    if checker in RIGHT_AND_WRONG:
+        wrong.update(RIGHT_AND_WRONG[checker][1])
+    for what, answer in wrong.items():
+        assert not verdict(answer), f"{checker} passed a wrong answer on seed {seed}: {what}"

@@ -1,17 +1,18 @@
 """Run one student notebook's graded cells in a kernel: the part of tools/grade.py that runs in its sandbox.
 
-    python grade_runner.py JOB.json OUT_FOLDER
+    python grade_runner.py JOB.json REPORT_FD
 
 ``JOB.json`` (written by tools/grade.py) lists the code cells to run, in order, with a time
 limit for all of them (``timeout``, seconds, the kernel's start included) and the kernel's
-working folder (``workdir``). Some of the cells are the grader's own: they call
-``attnlib.presentation.exercises.record_answers``, which writes the answers' values into
-``OUT_FOLDER/answers``.
+working folder (``workdir``). They are the student's cells only: no answer is recorded here
+(the grader judges each exercise apart, in a fresh sandbox of its own).
 
-This process writes ``OUT_FOLDER/run.json`` after every cell: the cell running now
-(``running``), each cell's error (``errors``: position -> "ename: evalue") and why the run
-stopped early (``stopped``). Everything it writes is data for the grader, which trusts none of
-it: it runs beside the student's code, as the same user, in the same sandbox. Outputs are
+This process writes its state to the file descriptor ``REPORT_FD`` (a pipe to the grader,
+which the kernel does not inherit), one JSON line before and after every cell: the cell
+running now (``running``), each cell's error (``errors``: position -> "ename: evalue") and why
+the run stopped early (``stopped``). It is feedback for the grader, which trusts none of it for
+a verdict: it runs beside the student's code, as the same user, in the same sandbox (it makes
+itself not dumpable, so that the kernel cannot open its file descriptors). Outputs are
 not kept (a cell's error aside), and a cell's output beyond ``max_output`` bytes is dropped
 as it arrives, so a huge print costs neither this process's memory nor the grader's.
 """
@@ -59,16 +60,31 @@ def _error_of(cell) -> str | None:
     return None
 
 
-def main(job_path: str, out: str) -> int:
+def _not_dumpable() -> None:
+    """No process of the same user may open this one's ``/proc/<pid>/fd`` (its report pipe) or
+    trace it: the kernel it starts can kill it, not write its report."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0
+    except (OSError, AttributeError):
+        pass
+
+
+def main(job_path: str, report_fd: str) -> int:
+    _not_dumpable()
     job = json.loads(Path(job_path).read_text(encoding="utf-8"))
     deadline = time.monotonic() + float(job["timeout"])
-    out_dir = Path(out)
+    report = os.fdopen(int(report_fd), "w", encoding="utf-8")
+    os.set_inheritable(report.fileno(), False)
     state = {"running": None, "errors": {}, "stopped": None, "finished": False}
 
     def save() -> None:
-        part = out_dir / "run.json.part"
-        part.write_text(json.dumps(state), encoding="utf-8")
-        os.replace(part, out_dir / "run.json")
+        try:
+            report.write(json.dumps(state) + "\n")
+            report.flush()
+        except OSError:  # the grader stopped reading: it reads the run as stopped
+            pass
 
     save()
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in job["cells"]])

@@ -7,22 +7,27 @@ passes, and shown as a one-line verdict when it is a cell's last expression. It 
 raises for a wrong answer, so a notebook keeps running. An answer that is attnlib's own
 function (``my_tvd = tvd``) is reported as such and does not pass.
 
-Each checker is two halves that can run in different processes (``tools/grade.py``):
-:func:`record_answers` runs the student's function on the checker's cases and writes what
-it returned to a folder, as numbers only (JSON and ``.npz`` without pickles), and
-:func:`judge_recorded` reads them back and compares them with the reference, computed
-on its own copy of the cases. The grader runs the first half in its sandbox and the
-second in its own process, so nothing the student's code does can write a verdict.
-:data:`SPECS` maps each checker's name to the :class:`Spec` it is made of.
+Each checker's :class:`Spec` can be built on cases drawn from any seed (``SPECS[name](seed)``;
+None gives the book's own cases, which the check cells use). ``tools/grade.py`` judges a hand-in
+with it in two processes: a fresh sandboxed one calls the student's function, taken from the
+notebook's source, on the cases of a seed picked for that student, with only the modules of
+attnlib the Spec allows (``Spec.modules``: never this package, its cases or the exercise's
+reference), and sends back numbers; the grader's own compares them with the reference
+(:func:`judge`, :func:`as_answer`). :mod:`.fixtures` is what some cases are made of, and all of
+this package that the judging process may import. :func:`record_answers` and
+:func:`judge_recorded` do the same through a folder of numbers (JSON and ``.npz`` without
+pickles, sizes checked before loading), for use outside the grader.
+:data:`SPECS` maps each checker's name to the function that builds its :class:`Spec`.
 
 The machinery is in :mod:`.core`; each part's checkers (their cases and references) are in
 :mod:`.part1` ... :mod:`.part4`, so a new chapter's exercise adds to its part's module.
 """
 from __future__ import annotations
 
-from . import core, part1, part2, part3, part4
+from . import core, fixtures, part1, part2, part3, part4
 from .core import (ANSWER_KINDS, MAX_ANSWER_BYTES, SPECS, Answer, CheckResult, Recorded, Spec, answers_of,
-                   check_against, judge, judge_recorded, make_checker, read_answers, record_answers)
+                   as_answer, case_generator, case_rng, check_against, judge, judge_recorded, make_checker,
+                   read_answers, record_answers, shorten)
 
 for _part in (part1, part2, part3, part4):
     SPECS.update(_part.SPECS)
@@ -68,6 +73,9 @@ __all__ = [
     "Answer",
     "SPECS",
     "answers_of",
+    "as_answer",
+    "case_rng",
+    "case_generator",
     "judge",
     "record_answers",
     "read_answers",

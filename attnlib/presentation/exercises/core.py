@@ -21,6 +21,7 @@ __all__ = [
     "ANSWER_KINDS",
     "SPECS",
     "answers_of",
+    "as_answer",
     "judge",
     "check_against",
     "make_checker",
@@ -30,6 +31,8 @@ __all__ = [
     "Recorded",
     "MAX_ANSWER_BYTES",
     "shorten",
+    "case_rng",
+    "case_generator",
 ]
 
 
@@ -75,18 +78,39 @@ class Answer:
 class Spec:
     """A checker: seeded ``cases`` (argument tuples), the ``reference`` that gives each case's
     expected value, the tolerance ``atol`` and ``to_numpy``, which turns a returned value into
-    an array. ``call(fn, *case)`` calls the answer (default ``fn(*case)``). A checker whose
-    answer is not one value per case (Chapter 4's permutation) gives ``collect(fn)``, its list
-    of :class:`Answer`, and ``judge(answers)``, its :class:`CheckResult`, instead."""
+    an array. A checker whose verdict is not case by case (Chapter 4's permutation: how the
+    draws spread, and that they follow the generator) gives ``judge(answers)``, its
+    :class:`CheckResult` on the list of :class:`Answer`, instead of a ``reference``.
+
+    ``modules``: the attnlib modules an answer may use when ``tools/grade.py`` judges it in a
+    fresh sandboxed process: the helpers the exercise allows (``attnlib.metrics`` for its
+    ``jsd``) and what its cases are made of (``attnlib.models`` for a model). Every other
+    module of attnlib, and this package with every reference and case, is absent there, so an
+    answer that calls the exercise's reference, even through a wrapper, has nothing to call.
+    ``withheld``: modules that ``modules`` import but the answer must not have (the model's own
+    fast path of leave-one-out, for Chapter 3)."""
 
     name: str
     cases: list = field(default_factory=list)
     reference: Callable | None = None
     atol: float = 1e-6
     to_numpy: Callable = np.asarray
-    call: Callable | None = None
-    collect: Callable[[Callable], list] | None = None
     judge: Callable[[list], CheckResult] | None = None
+    modules: tuple = ()
+    withheld: tuple = ()  # modules that ``modules`` import but the answer must not have (a fast path of the reference)
+
+
+def case_rng(base: int, seed: int | None = None) -> np.random.Generator:
+    """The NumPy generator a checker draws its cases from: ``base`` (the book's fixed cases, what
+    the chapters' check cells print) when ``seed`` is None, else a stream of (``seed``, ``base``)
+    (the grader's seed, picked per run and per student)."""
+    return np.random.default_rng(base if seed is None else [int(seed), int(base)])
+
+
+def case_generator(base: int, seed: int | None = None) -> torch.Generator:
+    """The torch generator a checker draws its cases from (see :func:`case_rng`)."""
+    number = base if seed is None else int(np.random.SeedSequence([int(seed), int(base)]).generate_state(1, np.uint64)[0] >> 1)
+    return torch.Generator().manual_seed(number)
 
 
 def shorten(text: str) -> str:
@@ -106,11 +130,17 @@ def _numbers(value) -> np.ndarray:
 def _answer(spec: Spec, fn: Callable, args: tuple) -> Answer:
     """Run ``fn`` on one case of ``spec``."""
     try:
-        got = spec.call(fn, *args) if spec.call else fn(*args)
+        got = fn(*args)
     except NotImplementedError:
         return Answer("not_implemented")
     except Exception as err:  # noqa: BLE001 - report any student error readably
         return Answer("raised", detail=shorten(f"{type(err).__name__}: {err}"))
+    return as_answer(spec, got)
+
+
+def as_answer(spec: Spec, got) -> Answer:
+    """The value ``got`` that an answer returned, as an :class:`Answer` of ``spec`` ("invalid"
+    when it is not numbers of the right form)."""
     try:
         return Answer("value", _numbers(spec.to_numpy(got.detach() if isinstance(got, torch.Tensor) else got)))
     except Exception as err:  # noqa: BLE001 - a value of the wrong kind is a wrong answer
@@ -155,8 +185,6 @@ def _imported(name: str, where: str) -> CheckResult:
 
 def answers_of(spec: Spec, fn: Callable) -> list[Answer]:
     """The student's function ``fn`` run on every case of ``spec``, up to the first that gives no value."""
-    if spec.collect is not None:
-        return list(spec.collect(fn))
     answers = []
     for args in spec.cases:
         answers.append(_answer(spec, fn, args))
@@ -187,8 +215,8 @@ def check_against(spec: Spec, fn: Callable) -> CheckResult:
     imported = _attnlib_function(fn)
     if imported:
         return _imported(spec.name, imported)
-    if spec.collect is not None:
-        return spec.judge(spec.collect(fn))
+    if spec.judge is not None:
+        return spec.judge(answers_of(spec, fn))
     for i, args in enumerate(spec.cases):
         expected = spec.to_numpy(spec.reference(*args))
         bad = _case_verdict(spec, i, _answer(spec, fn, args), expected)
@@ -254,6 +282,24 @@ def record_answers(checker: str, get_answer: Callable[[], Callable], folder) -> 
     _write_atomic(folder / f"{checker}.json", lambda out: out.write(json.dumps(record).encode("utf-8")))
 
 
+def _check_npz(path: Path, max_bytes: int) -> None:
+    """ValueError unless the ``.npz`` at ``path`` expands to at most ``max_bytes`` and each array's
+    header claims no more than its member holds (a zip bomb, or a header that asks for terabytes)."""
+    import zipfile
+
+    with zipfile.ZipFile(path) as archive:
+        members = archive.infolist()
+        if sum(m.file_size for m in members) > max_bytes:
+            raise ValueError(f"the arrays expand to more than {max_bytes} bytes")
+        for member in members:
+            with archive.open(member) as f:
+                version = np.lib.format.read_magic(f)
+                shape, _, dtype = (np.lib.format.read_array_header_1_0(f) if version == (1, 0)
+                                   else np.lib.format.read_array_header_2_0(f))
+                if dtype.hasobject or int(np.prod(shape, dtype=object)) * dtype.itemsize > member.file_size:
+                    raise ValueError(f"array {member.filename} claims more than it holds")
+
+
 @dataclass(frozen=True)
 class Recorded:
     """What :func:`read_answers` found: the answers, the attnlib function handed in (if any),
@@ -287,6 +333,7 @@ def read_answers(checker: str, folder, max_bytes: int = MAX_ANSWER_BYTES) -> Rec
         entries = record.get("answers")
         if not isinstance(entries, list):
             raise ValueError("no list of answers")
+        _check_npz(data, max_bytes)
         with np.load(data, allow_pickle=False) as arrays:
             for i, entry in enumerate(entries):
                 kind, detail = entry.get("kind"), entry.get("detail", "")

@@ -6,13 +6,13 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .core import Spec
+from .core import Spec, case_generator, case_rng
 
 __all__ = ["SPECS"]
 
 
-def _distribution_pairs(seed: int, zeros: bool = True) -> list:
-    rng = np.random.default_rng(seed)
+def _distribution_pairs(base: int, seed: int | None = None, zeros: bool = True) -> list:
+    rng = case_rng(base, seed)
     cases = [
         (np.array([0.1, 0.1, 0.5, 0.3]), np.array([0.0, 0.0, 0.3, 0.7])),  # the chapter's example
         (np.array([0.5, 0.5, 0.0]), np.array([0.0, 0.0, 1.0])),  # disjoint supports
@@ -27,25 +27,25 @@ def _distribution_pairs(seed: int, zeros: bool = True) -> list:
     return cases
 
 
-def _spec_tvd() -> Spec:
+def _spec_tvd(seed: int | None = None) -> Spec:
     """Exercise: TVD over the last axis, batched (Chapter 2)."""
     from ...metrics import tvd
 
-    return Spec("tvd", _distribution_pairs(0), tvd)
+    return Spec("tvd", _distribution_pairs(0, seed), tvd)
 
 
-def _spec_jsd() -> Spec:
+def _spec_jsd(seed: int | None = None) -> Spec:
     """Exercise: JSD with natural logs, zeros allowed, batched (Chapter 2)."""
     from ...metrics import jsd
 
-    return Spec("jsd", _distribution_pairs(1), jsd)
+    return Spec("jsd", _distribution_pairs(1, seed), jsd)
 
 
-def _spec_kendall_tau() -> Spec:
+def _spec_kendall_tau(seed: int | None = None) -> Spec:
     """Exercise: Kendall tau-b of two 1-D arrays, ties included (Chapter 2)."""
     from ...metrics import kendall_tau
 
-    rng = np.random.default_rng(2)
+    rng = case_rng(2, seed)
     cases = [
         (np.array([0.1, 0.1, 0.5, 0.3]), np.array([0.0, 0.0, 0.3, 0.7])),
         (np.array([1.0, 2.0, 3.0, 4.0]), np.array([4.0, 3.0, 2.0, 1.0])),
@@ -57,11 +57,11 @@ def _spec_kendall_tau() -> Spec:
     return Spec("kendall_tau", cases, lambda x, y: kendall_tau(x, y)[0])
 
 
-def _spec_masked_softmax() -> Spec:
+def _spec_masked_softmax(seed: int | None = None) -> Spec:
     """Exercise: softmax over the real tokens only; exactly 0 on masked ones (Chapter 1)."""
     from ...models import masked_softmax
 
-    g = torch.Generator().manual_seed(3)
+    g = case_generator(3, seed)
     cases = []
     for B, T in ((1, 4), (3, 7), (5, 12)):
         scores = torch.randn(B, T, generator=g) * 3
@@ -73,9 +73,9 @@ def _spec_masked_softmax() -> Spec:
                 to_numpy=lambda t: np.asarray(t.detach() if isinstance(t, torch.Tensor) else t))
 
 
-def _spec_context() -> Spec:
+def _spec_context(seed: int | None = None) -> Spec:
     """Exercise: the context vector c = sum_t alpha_t h_t for a batch (Chapter 1)."""
-    g = torch.Generator().manual_seed(4)
+    g = case_generator(4, seed)
     cases = []
     for B, T, H in ((1, 3, 2), (4, 9, 5), (2, 6, 256)):
         hidden = torch.randn(B, T, H, generator=g)

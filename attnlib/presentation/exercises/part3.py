@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .core import Spec
+from .core import Spec, case_generator, case_rng
 
 __all__ = ["SPECS"]
 
@@ -14,11 +14,11 @@ __all__ = ["SPECS"]
 # ----------------------------------------------------------------------------- Chapters 6-7
 
 
-def _spec_uniform_attention() -> Spec:
+def _spec_uniform_attention(seed: int | None = None) -> Spec:
     """Exercise: alpha_t = 1/T over the real tokens, exactly 0 elsewhere, batched (Chapter 6)."""
     from ...models import uniform_attention
 
-    g = torch.Generator().manual_seed(15)
+    g = case_generator(15, seed)
     cases = []
     for B, T in ((1, 3), (4, 8), (6, 20)):
         mask = torch.rand(B, T, generator=g) > 0.4
@@ -29,11 +29,11 @@ def _spec_uniform_attention() -> Spec:
                    to_numpy=lambda t: np.asarray(t.detach() if isinstance(t, torch.Tensor) else t, dtype=float))
 
 
-def _spec_f1() -> Spec:
+def _spec_f1(seed: int | None = None) -> Spec:
     """Exercise: F1 of the positive class from labels and p(positive), threshold 0.5 (Chapter 6)."""
     from sklearn.metrics import f1_score
 
-    rng = np.random.default_rng(16)
+    rng = case_rng(16, seed)
     cases = [(np.array([1, 0, 1, 1]), np.array([0.9, 0.2, 0.4, 0.7]))]
     for n in (10, 200):
         labels = rng.integers(0, 2, n)
@@ -43,11 +43,11 @@ def _spec_f1() -> Spec:
                    to_numpy=lambda x: np.asarray(x, dtype=float))
 
 
-def _spec_median_jsd_over_seeds() -> Spec:
+def _spec_median_jsd_over_seeds(seed: int | None = None) -> Spec:
     """Exercise: per instance, the median over seeds of JSD(alpha_seed, alpha_base) (Chapter 7)."""
     from ...metrics import jsd
 
-    rng = np.random.default_rng(17)
+    rng = case_rng(17, seed)
     cases = []
     for S, N, T in ((1, 2, 4), (3, 5, 7), (4, 10, 12)):
         base = rng.dirichlet(np.ones(T), size=N)
@@ -58,12 +58,12 @@ def _spec_median_jsd_over_seeds() -> Spec:
         cases.append((seeds, base))
     return Spec("median JSD over seeds", cases,
                    lambda seeds, base: np.median(jsd(seeds, np.broadcast_to(base, seeds.shape).copy()), axis=0),
-                   to_numpy=lambda x: np.asarray(x, dtype=float))
+                   to_numpy=lambda x: np.asarray(x, dtype=float), modules=("attnlib.metrics",))
 
 
-def _spec_noise_floor_fraction() -> Spec:
+def _spec_noise_floor_fraction(seed: int | None = None) -> Spec:
     """Exercise: the share of instances whose adversarial JSD beats the seeds' JSD (Chapter 7)."""
-    rng = np.random.default_rng(18)
+    rng = case_rng(18, seed)
     cases = [(np.array([0.5, 0.1, 0.3]), np.array([0.2, 0.2, 0.3]))]  # ties do not count as beating
     for n in (10, 500):
         cases.append((rng.uniform(0, 0.69, n), rng.uniform(0, 0.3, n)))
@@ -75,9 +75,9 @@ def _spec_noise_floor_fraction() -> Spec:
 _as_float = lambda t: np.asarray(t.detach() if isinstance(t, torch.Tensor) else t, dtype=float)  # noqa: E731
 
 
-def _attention_cases(seed: int, shapes=((1, 3), (4, 7), (5, 12)), *, min_real: int = 1):
+def _attention_cases(base: int, seed: int | None = None, shapes=((1, 3), (4, 7), (5, 12)), *, min_real: int = 1):
     """(alpha_a, alpha_b, mask) triples: softmax attention over random real tokens, exactly 0 on padding."""
-    g = torch.Generator().manual_seed(seed)
+    g = case_generator(base, seed)
     cases = []
     for B, T in shapes:
         n_real = torch.randint(min_real, T + 1, (B,), generator=g)
@@ -88,33 +88,33 @@ def _attention_cases(seed: int, shapes=((1, 3), (4, 7), (5, 12)), *, min_real: i
     return cases
 
 
-def _spec_masked_kl() -> Spec:
+def _spec_masked_kl(seed: int | None = None) -> Spec:
     """Exercise: KL(alpha_a || alpha_b) over the real tokens, finite with exact zeros on padding (Chapter 8)."""
     from ...experiments.adversarial_training import attention_kl
 
-    return Spec("masked KL", _attention_cases(19), attention_kl, to_numpy=_as_float)
+    return Spec("masked KL", _attention_cases(19, seed), attention_kl, to_numpy=_as_float)
 
 
-def _spec_adversarial_loss() -> Spec:
+def _spec_adversarial_loss(seed: int | None = None) -> Spec:
     """Exercise: W&P's per-instance loss TVD(y_a, y_b) - lambda KL(alpha_a || alpha_b) (Chapter 8)."""
     from ...experiments.adversarial_training import adversarial_loss
 
-    g = torch.Generator().manual_seed(20)
+    g = case_generator(20, seed)
     cases = []
-    for (a, b, mask), lam in zip(_attention_cases(21), (0.0, 0.01, 1.0)):
+    for (a, b, mask), lam in zip(_attention_cases(21, seed), (0.0, 0.01, 1.0)):
         pa = torch.softmax(torch.randn(a.shape[0], 2, generator=g, dtype=torch.float64), -1)
         pb = torch.softmax(torch.randn(a.shape[0], 2, generator=g, dtype=torch.float64), -1)
         cases.append((pa, pb, a, b, mask, lam))
     return Spec("adversarial loss", cases, adversarial_loss, to_numpy=_as_float)
 
 
-def _spec_guided_context() -> Spec:
+def _spec_guided_context(seed: int | None = None) -> Spec:
     """Exercise: the context sum_t alpha_t h_t of a diagnostic model with given, ragged attention (Chapter 9).
 
     ``fn(hidden, given)``: hidden (B, T, H), given a list of B arrays (one weight per real
     token, real tokens first); returns (B, H), padding contributing nothing.
     """
-    g = torch.Generator().manual_seed(22)
+    g = case_generator(22, seed)
     cases = []
     for B, T, H in ((1, 4, 3), (3, 6, 5), (5, 9, 2)):
         lengths = torch.randint(1, T + 1, (B,), generator=g).tolist()
@@ -131,7 +131,7 @@ def _spec_guided_context() -> Spec:
     return Spec("guided context", cases, reference, to_numpy=_as_float)
 
 
-def _spec_guide_gain() -> Spec:
+def _spec_guide_gain(seed: int | None = None) -> Spec:
     """Exercise: each guide's F1 gain over the uniform guide, mean and sd over seeds (Chapter 9).
 
     ``fn(frame)``: a frame with columns guide, seed, f1 (one row per guide and seed);
@@ -141,7 +141,7 @@ def _spec_guide_gain() -> Spec:
     """
     import pandas as pd
 
-    rng = np.random.default_rng(23)
+    rng = case_rng(23, seed)
     cases = []
     for seeds in ((0,), (0, 1, 2), (3, 5, 7, 9)):
         guides = ["uniform", "trained", "lstm"] + (["adversary"] if len(seeds) > 1 else [])
@@ -161,13 +161,13 @@ def _spec_guide_gain() -> Spec:
     return Spec("guide gain", cases, reference, to_numpy=to_numpy)
 
 
-def _spec_erase() -> Spec:
+def _spec_erase(seed: int | None = None) -> Spec:
     """Exercise: zero the chosen attention weights and renormalise over the rest (Chapter 10)."""
     from ...experiments.erasure import erased_attention
 
-    g = torch.Generator().manual_seed(24)
+    g = case_generator(24, seed)
     cases = []
-    for a, _, mask in _attention_cases(25, min_real=2):
+    for a, _, mask in _attention_cases(25, seed, min_real=2):
         remove = (torch.rand(mask.shape, generator=g) < 0.4) & mask
         first = mask.float().argmax(-1)  # keep the first real token of every row
         remove[torch.arange(len(mask)), first] = False
@@ -175,13 +175,13 @@ def _spec_erase() -> Spec:
     return Spec("erase and renormalise", cases, erased_attention, to_numpy=_as_float)
 
 
-def _spec_first_flip_fraction() -> Spec:
+def _spec_first_flip_fraction(seed: int | None = None) -> Spec:
     """Exercise: the fraction of tokens removed at the first decision flip, NaN if none (Chapter 10).
 
     ``fn(flips, lengths)``: flips (N, K) bool, flips[i, k] True when erasing the k+1 top-ranked
     tokens of instance i flips its decision; lengths (N,) real tokens. Returns (N,).
     """
-    rng = np.random.default_rng(26)
+    rng = case_rng(26, seed)
     cases = [(np.array([[False, True, True], [False, False, False]]), np.array([4, 3]))]
     for N, K in ((6, 5), (40, 12)):
         cases.append((rng.uniform(size=(N, K)) < 0.25, rng.integers(K + 1, K + 10, N)))

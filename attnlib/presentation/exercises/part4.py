@@ -6,14 +6,15 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .core import Spec
+from .core import Spec, case_generator, case_rng
+from .fixtures import ToyPredict
 
 __all__ = ["SPECS"]
 
 
-def _head_cases(seed: int) -> list:
+def _head_cases(base: int, seed: int | None = None) -> list:
     """One head's (A, T) pairs: short and long sentences, full rank and rank-deficient T."""
-    rng = np.random.default_rng(seed)
+    rng = case_rng(base, seed)
     cases = []
     for n, d, rank in ((5, 8, 5), (12, 4, 4), (20, 6, 3), (9, 9, 9), (16, 8, 1)):
         T = rng.normal(size=(n, rank)) @ rng.normal(size=(rank, d))  # rank <= rank
@@ -22,32 +23,32 @@ def _head_cases(seed: int) -> list:
     return cases
 
 
-def _spec_null_dim() -> Spec:
+def _spec_null_dim(seed: int | None = None) -> Spec:
     """Exercise: the dimension of T's left null space, n - rank(T), with the book's tolerance (Chapter 11)."""
     from ...experiments.identifiability import null_space_dim
 
-    cases = [(T,) for _, T in _head_cases(21)] + [(np.zeros((4, 3)),)]
+    cases = [(T,) for _, T in _head_cases(21, seed)] + [(np.zeros((4, 3)),)]
     return Spec("null-space dimension", cases, lambda T: null_space_dim(T[None])[0],
                    to_numpy=lambda x: np.asarray(x, dtype=float))
 
 
-def _spec_effective_attention() -> Spec:
+def _spec_effective_attention(seed: int | None = None) -> Spec:
     """Exercise: A's rows projected onto the column space of T (Chapter 11)."""
     from ...experiments.identifiability import effective_attention
 
-    return Spec("effective attention", _head_cases(22), lambda A, T: effective_attention(A[None], T[None])[0],
+    return Spec("effective attention", _head_cases(22, seed), lambda A, T: effective_attention(A[None], T[None])[0],
                    atol=1e-8, to_numpy=lambda x: np.asarray(x, dtype=float))
 
 
-def _tiny_transformer(seed: int):
+def _tiny_transformer(base: int, seed: int | None = None):
     """A tiny random transformer (2 layers x 2 heads) and a padded batch of token ids, seeded."""
     from ...data import PAD
     from ...models import TransformerConfig
 
-    g = torch.Generator().manual_seed(seed)
+    g = case_generator(base, seed)
     state = torch.random.get_rng_state()
     try:
-        torch.manual_seed(seed)
+        torch.manual_seed(base if seed is None else int(torch.randint(2**31, (1,), generator=g)))
         model = TransformerConfig(layers=2, heads=2, head_dim=4, embed_dim=8, dropout=0.0).build(30)
     finally:
         torch.random.set_rng_state(state)
@@ -62,7 +63,7 @@ def _tiny_transformer(seed: int):
     return model.eval(), tokens
 
 
-def _spec_head_permutation() -> Spec:
+def _spec_head_permutation(seed: int | None = None) -> Spec:
     """Exercise: the output change when one head's rows are permuted by given sources (Chapter 12).
 
     ``fn(model, tokens, site, sources)`` -> (B,) TVD between the model's output and its output
@@ -74,10 +75,10 @@ def _spec_head_permutation() -> Spec:
     from ...models.interventions import permute_rows
 
     cases = []
-    for seed in (0, 1):
-        model, tokens = _tiny_transformer(seed)
+    for base in (0, 1):
+        model, tokens = _tiny_transformer(base, seed)
         mask = tokens != 0
-        src = query_row_sources(mask, tokens.shape[1], 1, np.random.default_rng(seed))[:, 0]
+        src = query_row_sources(mask, tokens.shape[1], 1, case_rng(base, seed))[:, 0]
         for site in (Site(0, 1), Site(1, 0)):
             cases.append((model, tokens, site, src))
 
@@ -87,10 +88,10 @@ def _spec_head_permutation() -> Spec:
             return tvd(model(tokens).probs, model(tokens, edits={site: edit}).probs, check=False)
 
     return Spec("per-head permutation", cases, reference, atol=1e-5,
-                   to_numpy=lambda x: np.asarray(x, dtype=float))
+                to_numpy=lambda x: np.asarray(x, dtype=float), modules=("attnlib.models",))
 
 
-def _spec_head_importance() -> Spec:
+def _spec_head_importance(seed: int | None = None) -> Spec:
     """Exercise: Michel et al.'s head importance from attention and its gradient (Chapter 12).
 
     ``fn(attention, grad)``: both (B, L, h, T, T), a toy model's attention and dL/dA per
@@ -99,8 +100,8 @@ def _spec_head_importance() -> Spec:
     and random arrays.
     """
     cases = []
-    for seed in (2, 3):
-        model, tokens = _tiny_transformer(seed)
+    for base in (2, 3):
+        model, tokens = _tiny_transformer(base, seed)
         trace = model.trace(tokens)
         A = trace.attentions.clone().requires_grad_(True)  # (B, L, h, T, T)
         edits = {s: A[:, s.layer, s.head] for s in model.sites}
@@ -109,7 +110,7 @@ def _spec_head_importance() -> Spec:
         loss = torch.nn.functional.binary_cross_entropy(out.probs[:, 1], labels.float(), reduction="sum")
         (grad,) = torch.autograd.grad(loss, A)
         cases.append((trace.attentions.cpu().numpy(), grad.cpu().numpy()))
-    rng = np.random.default_rng(4)
+    rng = case_rng(4, seed)
     cases.append((rng.dirichlet(np.ones(5), size=(3, 3, 2, 5)), rng.normal(size=(3, 3, 2, 5, 5))))
 
     def reference(attention, grad):
@@ -120,9 +121,9 @@ def _spec_head_importance() -> Spec:
     return Spec("head importance", cases, reference, atol=1e-6, to_numpy=lambda x: np.asarray(x, dtype=float))
 
 
-def _mask_cases(seed: int) -> list:
+def _mask_cases(base: int, seed: int | None = None) -> list:
     """(attention (B, T), mask (B, T) bool) pairs with at least one impermissible token per row, some padding."""
-    rng = np.random.default_rng(seed)
+    rng = case_rng(base, seed)
     cases = []
     for B, T in ((1, 4), (5, 9), (3, 16)):
         lengths = rng.integers(2, T + 1, size=B)
@@ -137,15 +138,15 @@ def _mask_cases(seed: int) -> list:
     return cases
 
 
-def _spec_attention_mass() -> Spec:
+def _spec_attention_mass(seed: int | None = None) -> Spec:
     """Exercise: alpha^T m, the attention on the impermissible tokens, per instance (Chapter 13)."""
     from ...experiments.deception import attention_mass
 
-    return Spec("attention mass", _mask_cases(31), lambda a, m: attention_mass(a, m), atol=1e-9,
+    return Spec("attention mass", _mask_cases(31, seed), lambda a, m: attention_mass(a, m), atol=1e-9,
                    to_numpy=lambda x: np.asarray(x, dtype=float))
 
 
-def _spec_impermissible_penalty() -> Spec:
+def _spec_impermissible_penalty(seed: int | None = None) -> Spec:
     """Exercise: Pruthi et al.'s penalty, the batch mean of -lambda log(1 - alpha^T m) (Chapter 13).
 
     ``fn(attention, mask, lam)`` -> a scalar. The last case puts all the attention on the
@@ -153,14 +154,14 @@ def _spec_impermissible_penalty() -> Spec:
     """
     from ...experiments.deception import impermissible_penalty
 
-    cases = [(a, m, lam) for (a, m), lam in zip(_mask_cases(32), (0.1, 1.0, 0.0, 1.0))]
+    cases = [(a, m, lam) for (a, m), lam in zip(_mask_cases(32, seed), (0.1, 1.0, 0.0, 1.0))]
     return Spec("impermissible penalty", cases, lambda a, m, lam: impermissible_penalty(a, m, lam),
                    atol=1e-6, to_numpy=lambda x: np.asarray(x, dtype=float))
 
 
-def _layer_cases(seed: int) -> list:
+def _layer_cases(base: int, seed: int | None = None) -> list:
     """Attentions (L, h, T, T) of one sentence (all positions real): softmax rows, some peaked, one T = 1."""
-    rng = np.random.default_rng(seed)
+    rng = case_rng(base, seed)
     cases = []
     for L, h, T, spread in ((1, 1, 3, 1.0), (2, 2, 5, 2.0), (3, 4, 8, 4.0), (2, 3, 1, 1.0)):
         logits = rng.normal(0, spread, (L, h, T, T))
@@ -174,7 +175,7 @@ def _one_sentence(attentions: torch.Tensor):
     return attentions[None], torch.ones(1, attentions.shape[-1], dtype=torch.bool)
 
 
-def _spec_augmented_attention() -> Spec:
+def _spec_augmented_attention(seed: int | None = None) -> Spec:
     """Exercise: A^ = r I + (1 - r) mean_h A, rows renormalised, for one layer (Chapter 14).
 
     ``fn(attention, residual)``: attention (h, T, T) of one layer, residual r in [0, 1) -> (T, T).
@@ -182,8 +183,8 @@ def _spec_augmented_attention() -> Spec:
     """
     from ...experiments.flow import rollout
 
-    cases = [(a[-1], r) for a, r in zip(_layer_cases(41), (0.5, 0.0, 0.5, 0.3))]
-    cases.append((_layer_cases(42)[2][0], 0.9))
+    cases = [(a[-1], r) for a, r in zip(_layer_cases(41, seed), (0.5, 0.0, 0.5, 0.3))]
+    cases.append((_layer_cases(42, seed)[2][0], 0.9))
 
     def reference(attention, residual):  # a one-layer rollout is that layer's A^
         return rollout(*_one_sentence(attention[None]), residual=residual)[0, 0]
@@ -192,7 +193,7 @@ def _spec_augmented_attention() -> Spec:
                    to_numpy=lambda x: np.asarray(x, dtype=float))
 
 
-def _spec_rollout() -> Spec:
+def _spec_rollout(seed: int | None = None) -> Spec:
     """Exercise: the rollout after the last layer, R_L = A^_L ... A^_1, for one sentence (Chapter 14).
 
     ``fn(attentions)``: (L, h, T, T) -> (T, T), with A&Z's residual weight 0.5. The first case
@@ -200,26 +201,15 @@ def _spec_rollout() -> Spec:
     """
     from ...experiments.flow import rollout
 
-    return Spec("rollout", [(a,) for a in _layer_cases(43)], lambda a: rollout(*_one_sentence(a))[0, -1], atol=1e-9,
+    return Spec("rollout", [(a,) for a in _layer_cases(43, seed)], lambda a: rollout(*_one_sentence(a))[0, -1], atol=1e-9,
                    to_numpy=lambda x: np.asarray(x, dtype=float))
 
 
-def _toy_predict(weights: dict):
-    """A bag-of-words classifier over a list of words: P(positive) = sigmoid(bias + sum of word weights)."""
-
-    def predict(words):
-        z = -0.2 + sum(weights.get(w, 0.0) for w in words)
-        p = 1.0 / (1.0 + np.exp(-z))
-        return np.array([1.0 - p, p])
-
-    return predict
-
-
-def _erasure_cases(seed: int) -> list:
+def _erasure_cases(base: int, seed: int | None = None) -> list:
     """(predict, words, scores, fraction): ties in the scores, k = 1, k = n, an instance predicted negative."""
-    rng = np.random.default_rng(seed)
+    rng = case_rng(base, seed)
     vocab = [f"w{i}" for i in range(12)]
-    predict = _toy_predict({w: float(x) for w, x in zip(vocab, rng.normal(0, 1.5, len(vocab)))})
+    predict = ToyPredict({w: float(x) for w, x in zip(vocab, rng.normal(0, 1.5, len(vocab)))})
     cases = []
     for n, fraction in ((10, 0.2), (7, 0.01), (20, 0.05), (9, 0.5), (4, 1.0), (15, 0.1)):
         words = [vocab[i] for i in rng.integers(0, len(vocab), n)]
@@ -228,7 +218,7 @@ def _erasure_cases(seed: int) -> list:
     return cases
 
 
-def _spec_erasure_one_instance() -> Spec:
+def _spec_erasure_one_instance(seed: int | None = None) -> Spec:
     """Exercise: ERASER's comprehensiveness and sufficiency of one instance at one fraction (Chapter 15).
 
     ``fn(predict, words, scores, fraction) -> (comprehensiveness, sufficiency)``: ``predict``
@@ -246,11 +236,12 @@ def _spec_erasure_one_instance() -> Spec:
         alone = predict([w for w, r in zip(words, keep) if r])
         return np.array([probability_drop(full, without), probability_drop(full, alone)])
 
-    return Spec("comprehensiveness and sufficiency", _erasure_cases(51), reference, atol=1e-9,
-                call=lambda fn, *a: np.asarray(fn(*a), dtype=float).reshape(-1))
+    return Spec("comprehensiveness and sufficiency", _erasure_cases(51, seed), reference, atol=1e-9,
+                to_numpy=lambda x: np.asarray(x, dtype=float).reshape(-1),
+                modules=("attnlib.presentation.exercises.fixtures",))
 
 
-def _spec_aopc() -> Spec:
+def _spec_aopc(seed: int | None = None) -> Spec:
     """Exercise: AOPC of curves over ERASER's fractions (Chapter 15).
 
     ``fn(values) -> aopc``: ``values`` (..., F) holds a metric at the fractions 1, 5, 10, 20,
@@ -260,13 +251,13 @@ def _spec_aopc() -> Spec:
     """
     from ...experiments.faithfulness import aopc
 
-    rng = np.random.default_rng(52)
+    rng = case_rng(52, seed)
     cases = [(np.array([0.05, 0.12, 0.2, 0.31, 0.4]),), (rng.normal(0.2, 0.2, (6, 5)),),
              (rng.random((4, 3, 5)),), (np.array([[0.3, -0.1, 0.2, 0.0, 0.5]]),)]
     return Spec("AOPC", cases, aopc, atol=1e-12)
 
 
-def _spec_null_space_share() -> Spec:
+def _spec_null_space_share(seed: int | None = None) -> Spec:
     """Exercise: the share of sentences whose head has a left null space, from their lengths alone (Chapter 16).
 
     ``fn(lengths, d_v) -> share``: ``lengths`` (N,) tokens per sentence, [CLS] and [SEP]
@@ -283,13 +274,13 @@ def _spec_null_space_share() -> Spec:
         T = rng.standard_normal((len(lengths), int(lengths.max()), d_v))
         return float(np.mean(null_space_dim(T, lengths) > 0))
 
-    rng = np.random.default_rng(60)
+    rng = case_rng(60, seed)
     cases = [(np.array([5, 32, 33, 60]), 32), (rng.integers(3, 40, 25), 16), (np.array([4, 5, 6]), 8),
              (np.array([9, 9]), 8)]
     return Spec("null-space share", cases, reference, atol=1e-12, to_numpy=lambda x: np.asarray(x, dtype=float))
 
 
-def _spec_ranks_with_ties() -> Spec:
+def _spec_ranks_with_ties(seed: int | None = None) -> Spec:
     """Exercise: ranks with ties from who beats whom beyond noise (Chapter 16; :func:`attnlib.uncertainty.rank`).
 
     ``fn(wins) -> ranks``: ``wins`` (M, M) bool, ``wins[i, j]`` when method i is better than
@@ -302,7 +293,7 @@ def _spec_ranks_with_ties() -> Spec:
     def strict(m):
         return np.triu(np.ones((m, m), dtype=bool), 1)
 
-    rng = np.random.default_rng(62)
+    rng = case_rng(62, seed)
     upper = np.triu(rng.random((6, 6)) < 0.4, 1)
     perm = rng.permutation(6)
     cases = [(np.zeros((4, 4), dtype=bool),), (strict(5),), (upper[np.ix_(perm, perm)],),

@@ -59,6 +59,11 @@ def test_audit_of_a_checkpoint_on_a_csv(tiny_bert_checkpoint, reviews_csv):
         assert faith[f"{metric} rank"].str.fullmatch(r"\d+=?").all()
     summary = report.tables["summary"]
     assert summary.loc["accuracy", "n"] == n_test and 0 <= summary.loc["accuracy", "mean"] <= 1
+    # every line's interval is over the audited instances, a mean over heads included
+    null = summary.loc["sentences whose head has a null space (share; mean over heads)"]
+    assert null["n"] == n_test and null["mean"] == pytest.approx(ident["null space (share)"].mean())
+    tvd = summary.loc["output change when a head is permuted (median TVD; mean over heads)"]
+    assert tvd["n"] == n_test and tvd["mean"] == pytest.approx(perm["median TVD"].mean())
     shown = report.readable("faithfulness")
     assert list(shown.columns) == ["comprehensiveness (higher is better)", "sufficiency (lower is better)"]
     assert shown.iloc[0, 0].count("[") == 1 and shown.iloc[0, 0].endswith(")")

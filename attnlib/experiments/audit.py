@@ -16,8 +16,9 @@ stratified subset of the test split):
 =================  ==========================================================================
 table              what it holds
 =================  ==========================================================================
-``summary``        accuracy, and one line per check, each with its 95% bootstrap interval (over
-                   the instances for accuracy; over the heads for a mean over heads)
+``summary``        accuracy, and one line per check, each with its 95% bootstrap interval over
+                   the audited instances (a mean over heads: each instance's mean over the
+                   heads, resampled by instance, since the instances are what was sampled)
 ``identifiability`` per head: the share of sentences whose head has a null space (Brunner
                    et al.: other attention rows give the same output), the mean null-space
                    dimension, and how far effective attention departs from raw attention
@@ -171,7 +172,8 @@ def _interval_columns(values: np.ndarray, seed: int) -> dict:
     return {"mean": iv.estimate, "low": iv.low, "high": iv.high}
 
 
-def _identifiability(model, batch: Batch, notes: list) -> pd.DataFrame | None:
+def _identifiability(model, batch: Batch, notes: list):
+    """(the per-head table, (n,) each sentence's share of heads with a null space), or None."""
     if not (getattr(model, "rows_per_query", False) and callable(getattr(model, "trace", None))):
         notes.append("identifiability: the model has no stack of heads to trace (J&W's classifier: its values are "
                      "its hidden states, with no null space for a sentence shorter than the hidden size)")
@@ -180,7 +182,9 @@ def _identifiability(model, batch: Batch, notes: list) -> pd.DataFrame | None:
     with torch.no_grad():
         for start in range(0, len(batch), _TRACE_ROWS):
             part = runs.take(batch, np.arange(start, min(start + _TRACE_ROWS, len(batch))))
-            frames.append(trace_statistics(model.trace(part)))
+            stats = trace_statistics(model.trace(part))
+            stats["sentence"] += start  # the row of the audited batch, not of the part
+            frames.append(stats)
     stats = pd.concat(frames, ignore_index=True)
     by_head = stats.groupby(["layer", "head"])
     table = pd.DataFrame({
@@ -189,7 +193,8 @@ def _identifiability(model, batch: Batch, notes: list) -> pd.DataFrame | None:
         "null-space dim (mean)": by_head["null_dim"].mean(),
         "raw vs effective r (mean)": by_head["correlation"].mean(),
     })
-    return table
+    by_sentence = (stats["null_dim"] > 0).groupby(stats["sentence"]).mean()
+    return table, by_sentence.sort_index().to_numpy(dtype=float)
 
 
 def _permutation(model, batch: Batch, n_permutations: int, seed: int, max_instances, progress: bool):
@@ -208,6 +213,16 @@ def _permutation(model, batch: Batch, n_permutations: int, seed: int, max_instan
     table = pd.DataFrame(rows).set_index(["layer", "head"])
     table.columns = ["median TVD", "low", "high", "flipped (share)"]
     return table, per_site
+
+
+def _per_instance(per_site: dict, field: str) -> np.ndarray:
+    """(sites, instances): a per-instance field of every site's permutation result; every site
+    permutes the same instances (the same seeded subset)."""
+    results = list(per_site.values())
+    indices = np.asarray(results[0].indices)
+    if any(not np.array_equal(np.asarray(r.indices), indices) for r in results):
+        raise RuntimeError("the heads were permuted on different instances")
+    return np.stack([np.asarray(getattr(r, field), dtype=np.float64) for r in results])
 
 
 def _ranked(columns: dict, directions: dict, seed: int) -> pd.DataFrame:
@@ -300,14 +315,15 @@ def audit(
     with eval_mode(model):
         ident = _identifiability(model, batch, notes)
     if ident is not None:
+        ident, by_sentence = ident
         tables["identifiability"] = ident
-        share = ident["null space (share)"].to_numpy(dtype=float)
         summary.append({"check": "sentences whose head has a null space (share; mean over heads)",
-                        **_interval_columns(share, seed), "n": len(share)})
+                        **_interval_columns(by_sentence, seed), "n": len(by_sentence)})
     perm, per_site = _permutation(model, batch, n_permutations, seed, permutation_instances, progress)
     tables["permutation"] = perm
+    tvd = _per_instance(per_site, "median_tvd")  # (heads, instances): each instance's mean over the heads
     summary.append({"check": "output change when a head is permuted (median TVD; mean over heads)",
-                    **_interval_columns(perm["median TVD"].to_numpy(dtype=float), seed), "n": len(perm)})
+                    **_interval_columns(tvd.mean(0), seed), "n": tvd.shape[1]})
     aopc = {m: {"comprehensiveness": faith.aopc("comprehensiveness")[:, j],
                 "sufficiency": faith.aopc("sufficiency")[:, j]} for j, m in enumerate(faith.measures)}
     tables["faithfulness"] = _ranked(

@@ -164,6 +164,8 @@ ADVERSARY_FRACTION = {
 #: over instances of the per-instance median output change runs from about 0.02 to 0.10 across
 #: the max-attention bins.
 PERMUTATION_SST_RANGE = (0.02, 0.10)
+#: how far either end of that range may be off, read from a figure (the "+/- 0.02" above)
+PERMUTATION_SST_TOLERANCE = 0.02
 PERMUTATION_SST_SOURCE = Published(float("nan"), "Jain & Wallace 2019, Fig. 6 (read from the figure)", approximate=True)
 
 

@@ -31,7 +31,8 @@ import numpy as np
 from ._checks import check_seed
 from .train import TrainedModel, predict_proba, train_models
 
-__all__ = ["SeedSet", "SeedResults", "train_seeds", "train_seed_sets", "run_over_seeds", "seeds_after"]
+__all__ = ["SeedSet", "SeedResults", "train_seeds", "train_seed_sets", "run_over_seeds", "seeds_after", "check_seeds",
+           "check_spec"]
 
 
 def seeds_after(base: int, count: int) -> tuple[int, ...]:
@@ -84,7 +85,8 @@ class SeedSet:
         return np.stack([predict_proba(m, split).argmax(-1) for m in self.models])
 
 
-def _check_seeds(seeds) -> tuple[int, ...]:
+def check_seeds(seeds) -> tuple[int, ...]:
+    """``seeds`` as a tuple of distinct ints, or a ValueError naming the fix."""
     if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Sequence) or len(seeds) < 1:
         raise ValueError(f"seeds must be a non-empty sequence of ints, e.g. (0, 1, 2), got {seeds!r}")
     seeds = tuple(check_seed(s) for s in seeds)
@@ -93,7 +95,8 @@ def _check_seeds(seeds) -> tuple[int, ...]:
     return seeds
 
 
-def _check_spec(name, spec) -> dict:
+def check_spec(name, spec) -> dict:
+    """A copy of one recipe's ``train_model`` keyword arguments: a dict with a dataset and no seed."""
     if not isinstance(spec, Mapping) or "dataset" not in spec:
         raise ValueError(f"spec {name!r} must be a dict of train_model keyword arguments with a 'dataset', got {spec!r:.80}")
     if "seed" in spec:
@@ -107,8 +110,8 @@ def train_seed_sets(specs: Mapping, seeds, *, workers: int | None = None, progre
     arguments without ``seed``. Every model of every set trains in one pool, one per core."""
     if not isinstance(specs, Mapping) or not specs:
         raise ValueError("specs must be a non-empty dict: name -> train_model keyword arguments (without seed)")
-    seeds = _check_seeds(seeds)
-    checked = {name: _check_spec(name, spec) for name, spec in specs.items()}
+    seeds = check_seeds(seeds)
+    checked = {name: check_spec(name, spec) for name, spec in specs.items()}
     jobs = {(name, s): {**spec, "seed": s} for name, spec in checked.items() for s in seeds}
     trained = train_models(jobs, workers=workers, progress=progress)
     return {name: SeedSet(seeds, tuple(trained[(name, s)] for s in seeds), spec) for name, spec in checked.items()}

@@ -335,3 +335,31 @@ def test_lambda_widgets_move_along_the_sweep(synthetic, base):
     with pytest.raises(ValueError, match="at least one instance"):
         widgets.lambda_figures(sweep, [], 1.0)
     plt.close("all")
+
+
+# ----------------------------------------------------------------------------- W&P's own lambdas
+def test_wp_lambdas_and_their_range_in_our_scale():
+    from attnlib import published
+
+    theirs = at.wp_lambdas()
+    assert theirs["Table 4, sst"] == pytest.approx(5.25e-4) and theirs["footnote 8 (Table 3)"] == pytest.approx(1e-3)
+    assert at.wp_lambda_range() == pytest.approx((2e-4 * published.WP_LAMBDA_SCALE, 1e-3 * published.WP_LAMBDA_SCALE))
+    assert at.wp_lambda_range(scale=1.0) == pytest.approx((2e-4, 1e-3))
+    low, high = at.wp_lambda_range()
+    assert any(low <= v <= high for v in at.DEFAULT_LAMBDAS)
+
+
+def test_wp_pick_applies_table4s_rule_within_the_range_only():
+    import pandas as pd
+
+    frame = pd.DataFrame({"lambda": [4e-4, 1e-3, 2e-3, 1e-2, 1.0], "mean_jsd": [0.35, 0.38, 0.68, 0.69, 0.69],
+                          "mean_tvd": [0.12, 0.11, 0.13, 0.139, 0.05]})
+    assert at.wp_pick(frame) == pytest.approx(2e-3)  # lambda = 1 has the smallest TVD but lies outside the range
+    assert at.wp_pick(frame, within=(1e-4, 1.0)) == pytest.approx(1.0)
+    assert at.wp_pick(frame.set_index("lambda")) == pytest.approx(2e-3)
+    assert at.wp_pick(frame[frame["lambda"] < 2e-3]) is None  # nothing in range above 0.4
+    assert at.wp_pick(frame, within=(10.0, 20.0)) is None
+    with pytest.raises(ValueError, match="low <= high"):
+        at.wp_pick(frame, within=(1.0, 0.1))
+    with pytest.raises(ValueError, match="mean_jsd"):
+        at.wp_pick(frame.drop(columns="mean_jsd"))

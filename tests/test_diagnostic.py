@@ -406,10 +406,34 @@ def test_guide_adversary_falls_back_with_a_warning():
             return f"adversary {lam:g}"
 
     frame = pd.DataFrame({"lambda": [0.001, 0.01], "mean_jsd": [0.5, 0.45], "mean_tvd": [0.2, 0.1]})
-    assert diagnostic.guide_adversary(Sweep(frame)) == (0.01, "adversary 0.01")
+    assert diagnostic.guide_adversary(Sweep(frame), within=(0, 1)) == (0.01, "adversary 0.01")
     low = frame.assign(mean_jsd=[0.3, 0.35])
     with pytest.warns(UserWarning, match="largest"):
-        assert diagnostic.guide_adversary(Sweep(low)) == (0.01, "adversary 0.01")
+        assert diagnostic.guide_adversary(Sweep(low), within=(0, 1)) == (0.01, "adversary 0.01")
+
+
+def test_guide_adversary_picks_within_wp_range():
+    import pandas as pd
+
+    from attnlib import diagnostic
+
+    class Sweep:
+        def __init__(self, frame):
+            self.frame = frame
+
+        def __getitem__(self, lam):
+            return f"adversary {lam:g}"
+
+    # W&P's own adversaries sit at 4e-4 ... 2e-3 in our scale: 1.0 has the smallest TVD but lies outside
+    frame = pd.DataFrame({"lambda": [4e-4, 2e-3, 1.0], "mean_jsd": [0.3, 0.6, 0.69], "mean_tvd": [0.05, 0.12, 0.1]})
+    assert diagnostic.guide_adversary(Sweep(frame)) == (0.002, "adversary 0.002")
+    assert diagnostic.guide_lambdas([1e-4, 4e-4, 1e-3, 2e-3, 1e-2, 1.0]) == (4e-4, 1e-3, 2e-3)
+    assert diagnostic.guide_lambdas([1e-2, 1.0]) == (1e-2, 1.0)  # none in the range: the whole grid
+    outside = pd.DataFrame({"lambda": [0.01, 1.0], "mean_jsd": [0.5, 0.6], "mean_tvd": [0.2, 0.1]})
+    with pytest.warns(UserWarning, match="whole sweep"):
+        assert diagnostic.guide_adversary(Sweep(outside)) == (1.0, "adversary 1")
+    with pytest.raises(ValueError, match="mean_jsd"):
+        diagnostic.guide_adversary(Sweep(outside.drop(columns="mean_jsd")))
 
 
 def test_a_models_guide_attention_does_not_depend_on_the_thread_count(tiny_dataset):
@@ -434,3 +458,68 @@ def test_a_models_guide_attention_does_not_depend_on_the_thread_count(tiny_datas
     assert torch.get_num_threads() == before
     for split in one:
         assert all(np.array_equal(a, b) for a, b in zip(one[split], two[split]))
+
+
+# ----------------------------------------------------------------------------- over training seeds
+def test_diagnostic_over_seeds_keeps_each_seeds_decisions_and_weights(tiny, guide):
+    guide_b = train.train_model(tiny, encoder="average", attention="tanh", epochs=1, seed=1, use_cache=False,
+                                progress=False)
+    guides = {"uniform": "uniform", "trained MLP": "trained", "model": [guide, guide_b],
+              "first token only": dg.position_guide(tiny, "first")}
+    runs = dg.diagnostic_over_seeds(tiny, guides, seeds=(0, 1), epochs=1, progress=False)
+    n = len(tiny.test)
+    assert runs.seeds == (0, 1) and runs.guides == list(guides)
+    assert all(runs.predicted[g].shape == (2, n) for g in guides)
+    assert np.array_equal(runs.labels, tiny.test.labels)
+    for g in guides:  # the stored test scores are those of the kept decisions
+        assert runs.scores(g, "accuracy") == pytest.approx(runs.correct(g).mean(1))
+    # row k is the diagnostic model trained with seed k, guided by guide k
+    assert [t.seed for t in runs.trained["model"]] == [0, 1]
+    alone = dg.train_diagnostic(tiny, guide_b, seed=1, epochs=1, progress=False)
+    assert runs.trained["model"][1].key == alone.key
+    assert np.allclose(np.concatenate(runs.attention["model"][1]),
+                       np.concatenate(dg.guide_attention(guide_b, tiny)["test"]))
+    assert runs.peaks("first token only", "first").all() and not runs.peaks("uniform", "last").any()
+    assert runs.peaks("first token only", ("first", "last")).mean(1).tolist() == [1.0, 0.0]
+    frame = runs.positions()
+    assert frame.loc["first token only", "mean weight on first token"] == 1.0
+    assert frame.loc["uniform", "peak on last token"] == 0.0
+    # the specs are what diagnostic_over_seeds trains: handed to another pool, they are its cache entries
+    specs = dg.diagnostic_specs(tiny, guides, seeds=(0, 1), epochs=1)
+    assert len(specs) == 8 and [s["seed"] for s in specs[:2]] == [0, 1]
+    with pytest.raises(ValueError, match="one per seed"):
+        dg.diagnostic_over_seeds(tiny, {"model": [guide]}, seeds=(0, 1), epochs=1, progress=False)
+    with pytest.raises(ValueError, match="peaks|edge"):
+        runs.peaks("uniform", ("first",))
+
+
+def test_peak_on_edge_position_guide_and_edge_tokens(tiny):
+    attention = [np.array([0.1, 0.9]), np.array([0.5, 0.5]), np.array([0.7, 0.2, 0.1]), np.array([1.0])]
+    assert dg.peak_on_edge(attention, "last").tolist() == [1.0, 0.0, 0.0, 1.0]  # a tie counts for neither
+    assert dg.peak_on_edge(attention, "first").tolist() == [0.0, 0.0, 1.0, 1.0]
+    with pytest.raises(ValueError, match="edge"):
+        dg.peak_on_edge(attention, "middle")
+    last = dg.position_guide(tiny, "last")
+    for name, split in tiny.splits.items():
+        assert [len(a) for a in last[name]] == list(split.lengths())
+        assert all(a[-1] == 1.0 and a.sum() == 1.0 for a in last[name])
+    shares = dg.edge_tokens(tiny.test, "first")
+    assert shares.sum() == pytest.approx(1.0) and shares.is_monotonic_decreasing
+    assert shares.index[0] == __import__("pandas").Series([t[0] for t in tiny.test.tokens]).value_counts().index[0]
+
+
+def test_peak_edges_and_adversaries_over_seeds(tiny, monkeypatch):
+    base = train.train_model(tiny, encoder="lstm", attention="tanh", epochs=1, use_cache=False, progress=False)
+    edges = dg.peak_edges([base], tiny.test)
+    alpha = train.predict(base.model, tiny.test).attention
+    first, last = dg.peak_on_edge(alpha, "first").sum(), dg.peak_on_edge(alpha, "last").sum()
+    assert edges == ("first" if first > last else "last",)
+    calls = []
+    from attnlib.experiments import adversarial_training
+
+    monkeypatch.setattr(adversarial_training, "train_adversary",
+                        lambda ds, b, lam, **kw: calls.append((b.seed, lam, kw["seed"])) or f"adv {kw['seed']}")
+    assert dg.adversaries_over_seeds(tiny, [base], 0.002, epochs=1, progress=False) == ("adv 0",)
+    assert calls == [(0, 0.002, 0)]  # each adversary with its base's seed
+    with pytest.raises(ValueError, match="bases"):
+        dg.adversaries_over_seeds(tiny, ["not a model"], 0.002)

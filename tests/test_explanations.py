@@ -289,3 +289,37 @@ def test_the_trace_is_computed_once_per_chunk(split, transformer, monkeypatch):
     monkeypatch.setattr(type(transformer), "trace", counting)
     explain(transformer, split, methods=["effective attention", "rollout", "flow"], max_instances=8, chunk_size=4)
     assert calls == [4, 4]
+
+
+def test_rank_over_seeds_beats_only_what_the_seeds_bear_out():
+    from attnlib.explanations import rank_columns_over_seeds, rank_over_seeds
+
+    rng = np.random.default_rng(0)
+    base = 0.5 + rng.normal(0, 0.1, (3, 80))
+    scores = {"a": base + 0.3, "b": base.copy(), "c": base + 0.0005 * rng.normal(size=(3, 80))}
+    ranked = rank_over_seeds(scores)
+    assert ranked.loc["a", "rank"] == 1 and not ranked.loc["a", "tied"]
+    assert ranked.loc["b", "rank"] == ranked.loc["c", "rank"] == 2 and ranked.loc["b", "tied"]  # within noise
+    assert list(ranked.index)[0] == "a"
+    # a above b in one seed of three, however far: no verdict, a tie
+    one = base.copy()
+    one[0] += 0.5
+    assert rank_over_seeds({"a": one, "b": base})["rank"].tolist() == [1, 1]
+    # a above b in one seed, below in another, each beyond noise: the seeds disagree, a tie
+    split = base.copy()
+    split[0] += 0.3
+    split[1] -= 0.3
+    disagree = rank_over_seeds({"a": split, "b": base})
+    assert disagree["rank"].tolist() == [1, 1] and disagree["disagree"].all()
+    # lower is better
+    assert rank_over_seeds(scores, higher_is_better=False).index[-1] == "a"
+    # one model: a 1-D array is one row
+    assert rank_over_seeds({"a": base[0] + 0.3, "b": base[0]})["rank"].tolist() == [1, 2]
+    with pytest.raises(ValueError, match="same seeds and instances"):
+        rank_over_seeds({"a": base, "b": base[:2]})
+    table = rank_columns_over_seeds({"x": scores, "y": {"a": base, "b": base + 0.3}}, {"x": True, "y": False})
+    assert table.ranks.loc["a", "x"] == 1 and table.ranks.loc["b", "y"] == 2
+    assert np.isnan(table.ranks.loc["c", "y"]) and table.cells().loc["c", "y"] == "n/a"
+    assert table.means.loc["a", "x"] == pytest.approx((base + 0.3).mean())
+    with pytest.raises(ValueError, match="direction"):
+        rank_columns_over_seeds({"x": scores}, {})

@@ -265,3 +265,42 @@ def test_validation_errors(split, lstm):
         rationale_ranking([], [])
     with pytest.raises(ValueError, match="3 score arrays but 2"):
         rationale_ranking([np.ones(1)] * 3, [np.ones(1, bool)] * 2)
+
+
+def test_rationale_ties_breaks_ties_at_random_exactly_and_for_the_rationale():
+    from attnlib.faithfulness import rationale_ties
+
+    rng = np.random.default_rng(0)
+    cases = []
+    for _ in range(6):
+        n = int(rng.integers(3, 12))
+        x = rng.integers(0, 3, n).astype(float)  # many ties
+        y = rng.random(n) < 0.4
+        y[0] = True
+        cases.append((x, y))
+    cases.append((np.array([0.5, 0.5]), np.array([False, False])))  # no rationale token: NaN row
+    ties = rationale_ties([c[0] for c in cases], [c[1] for c in cases])
+    assert list(ties.columns) == ["n_tokens", "n_rationale", "average precision", "AP, ties at random",
+                                  "AP, ties to the rationale", "top tied", "share tied at the top",
+                                  "rationale at the top"]
+    assert ties.iloc[-1][["AP, ties at random", "top tied"]].isna().all()
+    for (x, y), (_, row) in zip(cases[:-1], ties.iloc[:-1].iterrows()):
+        draws = [rationale_ranking([x + 1e-3 * rng.random(len(x))], [y])["average precision"][0]
+                 for _ in range(4000)]  # the ties broken at random
+        assert row["AP, ties at random"] == pytest.approx(np.mean(draws), abs=0.01)
+        order = np.lexsort((~y, -x))
+        hits = np.cumsum(y[order])
+        assert row["AP, ties to the rationale"] == pytest.approx(np.mean(hits[y[order]] / (np.flatnonzero(y[order]) + 1)))
+        assert row["average precision"] <= row["AP, ties at random"] + 1e-12 <= row["AP, ties to the rationale"] + 2e-12
+        top = x == x.max()
+        assert row["top tied"] == float(top.sum() > 1) and row["share tied at the top"] == top.mean()
+        assert row["rationale at the top"] == y[top].sum() / y.sum()
+    # no ties: all three APs agree; a random ranking of n tokens is the whole-sentence tie
+    x, y = rng.random(9), np.arange(9) < 3
+    row = rationale_ties([x], [y]).iloc[0]
+    assert row["average precision"] == pytest.approx(row["AP, ties at random"]) == pytest.approx(
+        row["AP, ties to the rationale"])
+    flat = rationale_ties([np.zeros(9)], [y]).iloc[0]
+    harmonic = np.sum(1 / np.arange(1, 10))
+    assert flat["AP, ties at random"] == pytest.approx((harmonic + 2 / 8 * (9 - harmonic)) / 9)  # E[AP], random
+    assert flat["AP, ties to the rationale"] == 1.0 and flat["average precision"] == pytest.approx(3 / 9)

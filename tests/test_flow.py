@@ -444,3 +444,49 @@ def test_flow_of_a_batch_equals_each_sentence_alone_across_groups():
         assert torch.all(together[b, n:] == 0)
     oracle_values = flow_oracle(att, lengths, RESIDUAL, normalise=False)
     np.testing.assert_allclose(together.numpy(), oracle_values, atol=1e-6)
+
+
+def test_correlations_over_seeds_stack_each_models_rho(tiny_dataset, synthetic_transformer):
+    """Two "seeds": the same model twice and a second one; the table reads the stack over seeds."""
+    from attnlib import importance as imp
+    from attnlib import uncertainty
+    from attnlib.flow import correlations_over_seeds
+
+    split = tiny_dataset.test
+    torch.manual_seed(1)
+    other = TransformerClassifier(len(tiny_dataset.vocab), dataclasses.replace(CONFIG, layers=3)).eval()
+    models = [synthetic_transformer, other]
+    rel = [relevance_by_layer(m, split, max_instances=10, seed=1) for m in models]
+    res = [imp.importance(m, split, max_instances=10, seed=1, loo_mode="replace") for m in models]
+    table, rho = correlations_over_seeds(rel, res)
+    assert rho["loo", "flow"].shape == (2, 10, 3)
+    np.testing.assert_allclose(rho["loo", "flow"][1], instance_correlations(rel[1], res[1])["loo", "flow"],
+                               equal_nan=True)
+    row = table[(table.measure == "loo") & (table.method == "rollout") & (table.layer == 3)].iloc[0]
+    iv = uncertainty.over_seeds(rho["loo", "rollout"][:, :, 2])
+    assert row["mean"] == pytest.approx(iv.estimate) and row["seeds"] == 2
+    assert row["low"] == pytest.approx(max(iv.low, -1.0)) and row["high"] == pytest.approx(min(iv.high, 1.0))
+    assert (table["low"] >= -1).all() and (table["high"] <= 1).all()
+    with pytest.raises(ValueError, match="one relevance and one importance"):
+        correlations_over_seeds(rel, res[:1])
+    moved = relevance_by_layer(other, split, max_instances=10, seed=2)
+    with pytest.raises(ValueError, match="different instances"):
+        correlations_over_seeds([rel[0], moved], res)
+
+
+def test_rationale_scores_are_the_last_layer_and_the_importance(tiny_dataset, synthetic_transformer):
+    from attnlib import importance as imp
+    from attnlib.flow import rationale_scores
+
+    split = tiny_dataset.test
+    rel = relevance_by_layer(synthetic_transformer, split, max_instances=6, seed=1)
+    res = imp.importance(synthetic_transformer, split, max_instances=6, seed=1, loo_mode="replace")
+    scores = rationale_scores(rel, res, seed=4)
+    assert list(scores) == [*RELEVANCE_METHODS, "blank-out", "gradient", "random"]
+    np.testing.assert_array_equal(scores["flow"][2], rel.scores["flow"][2][-1])
+    np.testing.assert_array_equal(scores["gradient"][0], res.gradient[0])
+    rng = np.random.default_rng(4)
+    np.testing.assert_array_equal(scores["random"][0], rng.random(len(scores["flow"][0])))
+    assert rationale_scores(rel, res, seed=4)["random"][3].tolist() == scores["random"][3].tolist()
+    with pytest.raises(ValueError, match="different instances"):
+        rationale_scores(rel, imp.importance(synthetic_transformer, split, max_instances=6, seed=2))

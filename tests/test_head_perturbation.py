@@ -206,6 +206,23 @@ def test_permute_heads_table_grid_and_a_silent_layer():
     assert len(fig.axes) == 4
 
 
+def test_permute_heads_keeps_each_scopes_per_sentence_changes_for_the_seeds_axis():
+    model, batch = _model(), _batch()
+    r = hp.permute_heads(model, batch, n_permutations=4, seed=2)
+    assert len(r) == r.n_instances and np.array_equal(r.indices, np.arange(len(batch.labels)))
+    for row in r.table.itertuples():
+        d = r.change(row.scope, row.layer, row.head)
+        assert d.shape == (r.n_instances,)
+        assert d.mean() == pytest.approx(row.accuracy_change)
+        assert d.std(ddof=1) / np.sqrt(len(d)) == pytest.approx(row.change_se)
+    with pytest.raises(ValueError, match="no scope"):
+        r.change("layer", 9)
+    from attnlib import seeds as seeds_mod
+
+    runs = seeds_mod.SeedResults((0, 1), (r, r))
+    assert runs.stack(lambda x: x.change("all")).shape == (2, r.n_instances)
+
+
 def test_permute_heads_is_seeded_and_checks_its_inputs():
     model, batch = _model(), _batch()
     a = hp.permute_heads(model, batch, n_permutations=4, seed=2, scopes=("head", "all"))

@@ -4,6 +4,7 @@ Oracles: scipy.linalg.null_space (its own SVD and cut-off) for the dimension; th
 identities for the rest (A_eff T = A T, (A + A~) T = A T, rows of A + A~ distributions).
 """
 import numpy as np
+import pandas as pd
 import pytest
 import scipy.linalg
 import torch
@@ -266,3 +267,37 @@ def test_the_rank_tolerance_follows_the_precision_the_values_were_computed_in():
     # genuinely float64 values keep float64's tolerance: a 1e-6 component is rank there
     T64 = T32.astype(np.float64) + rng.standard_normal(T32.shape) * 1e-9
     assert idf.null_space_dim(T64).tolist() == [0, 0, 0]
+
+
+# ----------------------------------------------------------------------------- alternative_reach
+def test_alternative_reach_is_alternative_attention_on_every_long_sentence_and_head():
+    from attnlib import data
+    from attnlib.models import TransformerClassifier, TransformerConfig
+
+    torch.manual_seed(0)
+    model = TransformerClassifier(30, TransformerConfig(layers=2, heads=2, head_dim=4, embed_dim=6, dropout=0.0))
+    rng = np.random.default_rng(1)
+    lengths = (3, 9, 6, 4)
+    ids = [np.concatenate([[data.SOS], rng.integers(4, 30, n - 2), [data.EOS]]) for n in lengths]
+    batch = data.collate(ids, np.zeros(len(lengths)), np.arange(len(lengths)))
+    frame = idf.alternative_reach(model, [batch], seed=3, progress=False)
+    assert sorted(frame["sentence"].unique()) == [1, 2]  # longer than d_v = 4 only
+    assert len(frame) == 2 * 2 * 2 and (frame["length"] > frame["d_v"]).all()
+    tr = model.trace(batch)
+    keep = np.array([1, 2])
+    n = np.array([9, 6])
+    for layer in range(2):
+        Tm = idf.reduce_values(tr.values[keep, layer].detach().numpy(), tr.output_projection[layer].detach().numpy())
+        alt = idf.alternative_attention(tr.attentions[keep, layer].detach().numpy(), Tm, n, seed=3)
+        rows = frame[frame["layer"] == layer].sort_values(["sentence", "head"])
+        for k, (b, length) in enumerate(zip(keep, n)):
+            for h in range(2):
+                row = rows[(rows["sentence"] == b) & (rows["head"] == h)].iloc[0]
+                assert row["mean_jsd"] == pytest.approx(alt.jsd[k, h, :length].mean())
+                assert row["max_jsd"] == pytest.approx(alt.jsd[k, h, :length].max())
+                assert row["null_dim"] == alt.null_dim[k, h]
+    # the budget only sizes the tensor programs
+    small = idf.alternative_reach(model, [batch], seed=3, budget=64, progress=False)
+    pd.testing.assert_frame_equal(frame, small)
+    short = data.collate([ids[0]], np.zeros(1), np.arange(1))
+    assert len(idf.alternative_reach(model, [short], progress=False)) == 0

@@ -252,3 +252,47 @@ def test_plot_by_length_draws_a_panel_per_model_and_a_line_per_method(scored, sp
         plt.close(fig)
     with pytest.raises(ValueError, match="at least one"):
         viz.plot_by_length({}, ylabel="AP")
+
+
+def test_yardstick_columns_over_seeds_stack_each_seeds_columns(scored, split):
+    from attnlib.explanations import yardstick_columns_over_seeds
+
+    expl, faith = scored
+    flips = {"attention": np.ones(len(expl)), "random": np.zeros(len(expl))}
+    stacked = yardstick_columns_over_seeds([expl, expl], split, {"rt": [faith, faith]}, flips={"rt": [flips, flips]})
+    one = yardstick_columns(expl, split, {"rt": faith}, flips={"rt": flips})
+    assert list(stacked) == list(one)
+    for column in one:
+        for m, values in one[column].items():
+            assert stacked[column][m].shape == (2, len(np.asarray(values)))
+            np.testing.assert_array_equal(stacked[column][m][1], np.asarray(values, dtype=float))
+    none = yardstick_columns_over_seeds([expl], split, {"rt": [faith]}, flips={"rt": []})
+    assert none["fraction removed to flip, rt"] == {}
+    with pytest.raises(ValueError, match="2 seeds"):
+        yardstick_columns_over_seeds([expl, expl], split, {"rt": [faith]})
+    with pytest.raises(ValueError, match="one ExplanationResult per seed"):
+        yardstick_columns_over_seeds([], split, {"rt": []})
+
+
+def test_train_seed_sets_each_gives_each_recipe_its_own_seeds(tiny_dataset, monkeypatch):
+    from attnlib import seeds, train
+    from attnlib.explanations import train_seed_sets_each
+
+    calls = {}
+
+    def fake(jobs, workers=None, progress=True):
+        calls.update(jobs)
+        return {key: f"model {key}" for key in jobs}
+
+    monkeypatch.setattr(train, "train_models", fake)
+    sets = train_seed_sets_each({"a": dict(dataset=tiny_dataset, encoder="lstm"),
+                                 "b": dict(dataset=tiny_dataset, encoder="average")},
+                                {"a": (0, 1, 2), "b": (0,)}, progress=False)
+    assert sorted(calls) == [("a", 0), ("a", 1), ("a", 2), ("b", 0)]  # one pool
+    assert calls[("a", 2)]["seed"] == 2 and calls[("b", 0)]["encoder"] == "average"
+    assert isinstance(sets["a"], seeds.SeedSet) and sets["a"].seeds == (0, 1, 2) and len(sets["b"]) == 1
+    assert sets["a"].trained[1] == "model ('a', 1)"
+    with pytest.raises(ValueError, match="no seeds for"):
+        train_seed_sets_each({"a": dict(dataset=tiny_dataset)}, {})
+    with pytest.raises(ValueError, match="names a seed"):
+        train_seed_sets_each({"a": dict(dataset=tiny_dataset, seed=1)}, {"a": (0,)})

@@ -23,6 +23,13 @@ attention at the cost of the predictions. W&P sweep lambda over about 1e-4 ... 1
 (:data:`DEFAULT_LAMBDAS`) and plot, per adversary, mean JSD(alpha_a, alpha_b) against
 mean TVD(y_a, y_b) on the test split (:func:`lambda_sweep`).
 
+The adversaries W&P *report* sit in a narrow part of that sweep: their Table 4 picks
+lambda = 2e-4 ... 8e-4 and their footnote 8 names 1e-3 for Table 3's adversary, in their
+loss's scale, which is 4e-4 ... 2e-3 here (point 4 below; :func:`wp_lambda_range`).
+:func:`wp_pick` applies their Table 4 rule (the smallest mean output TVD among the
+adversaries whose mean attention JSD is above 0.4) within that range, so that the adversary
+set beside theirs was trained with a lambda like theirs.
+
 How this relates to the authors' code (``sarahwie/attention``, ``model/Binary_Classification.py``; our
 reading of it, to verify against their repository):
 
@@ -73,7 +80,7 @@ from dataclasses import asdict, dataclass, field
 import pandas as pd
 import torch
 
-from .. import cache, metrics
+from .. import cache, metrics, published
 from .._checks import check_distribution, check_positive_number, check_seed
 from ..data import Dataset, Split
 from ..models import AttentionClassifier, device_of, eval_mode
@@ -100,10 +107,15 @@ __all__ = [
     "attention_kl",
     "train_adversary",
     "lambda_sweep",
+    "wp_lambdas",
+    "wp_lambda_range",
+    "wp_pick",
 ]
 
-#: W&P's sweep of the attention weight lambda, about 1e-4 ... 1 (lambda = 0 is allowed too).
-DEFAULT_LAMBDAS = (1e-4, 1e-3, 1e-2, 1e-1, 1.0)
+#: W&P's sweep of the attention weight lambda, about 1e-4 ... 1 (lambda = 0 is allowed too), with
+#: the two ends of the range where their reported adversaries sit (4e-4 and 2e-3 here,
+#: :func:`wp_lambda_range`).
+DEFAULT_LAMBDAS = (1e-4, 4e-4, 1e-3, 2e-3, 1e-2, 1e-1, 1.0)
 
 #: Added to ``seed`` to seed the adversary's initial weights, unknown-word vectors and batch
 #: order, so that an adversary never starts from its base's initial weights (nor from a
@@ -113,6 +125,45 @@ ADVERSARY_SEED_OFFSET = 1_000_000
 
 # Bumped whenever the objective or the selection changes, so old cache entries are not reused.
 _OBJECTIVE_VERSION = "tvd-minus-lambda-kl(a||b)/mean/v1"
+
+
+# ----------------------------------------------------------------------------- W&P's own lambdas
+def wp_lambdas() -> dict[str, float]:
+    """The lambda of every adversary W&P report, in *their* loss's scale: their Table 4's pick per
+    data set (SST 5.25e-4, IMDb 8e-4, Diabetes 2e-4, Anemia 5e-4) and footnote 8's adversary
+    behind Table 3 (1e-3). Multiply by :data:`attnlib.published.WP_LAMBDA_SCALE` for this
+    module's scale."""
+    out = {f"Table 4, {name}": float(row["lambda"].value) for name, row in published.WP_TABLE4.items()}
+    out["footnote 8 (Table 3)"] = float(published.DIAGNOSTIC_ADVERSARY_LAMBDA)
+    return out
+
+
+def wp_lambda_range(*, scale: float = published.WP_LAMBDA_SCALE) -> tuple[float, float]:
+    """(smallest, largest) lambda of W&P's reported adversaries (:func:`wp_lambdas`), in this
+    module's loss scale (their lambda = l is ``scale`` x l here): (4e-4, 2e-3)."""
+    values = list(wp_lambdas().values())
+    return min(values) * scale, max(values) * scale
+
+
+def wp_pick(frame, *, within: tuple | None = None, threshold: float = published.JSD_DIFFERENT_WP):
+    """W&P's Table 4 rule within the range of their own adversaries' lambda: the lambda of the
+    adversary with the smallest mean output TVD among those of the sweep whose lambda lies in
+    ``within`` (default :func:`wp_lambda_range`, ends included) and whose mean attention JSD is
+    above ``threshold`` (0.4, W&P's Table 4); None when none qualifies.
+
+    ``frame``: :attr:`LambdaSweep.frame` (a ``lambda`` column, or indexed by lambda). Without the
+    range the rule can pick an adversary trained with a lambda a thousand times theirs, which
+    is then a different object from the one their Table 4 reports."""
+    from .diagnostic import table4_pick
+
+    if not isinstance(frame, pd.DataFrame) or not {"mean_jsd", "mean_tvd"} <= set(frame.columns):
+        raise ValueError("frame must be a lambda sweep's frame, with mean_jsd and mean_tvd columns")
+    low, high = wp_lambda_range() if within is None else (float(within[0]), float(within[1]))
+    if not low <= high:
+        raise ValueError(f"within must be (low, high) with low <= high, got {within!r}")
+    lams = (frame["lambda"] if "lambda" in frame.columns else pd.Series(frame.index, index=frame.index)).astype(float)
+    inside = frame[(lams >= low * (1 - 1e-9)) & (lams <= high * (1 + 1e-9))]
+    return table4_pick(inside, threshold=threshold) if len(inside) else None
 
 
 # ----------------------------------------------------------------------------- the loss

@@ -24,6 +24,15 @@ to a data set (:meth:`attnlib.data.Dataset.with_attention`), :func:`train_diagno
 trains one diagnostic model and :func:`diagnostic_table` builds Table 3: test F1,
 accuracy and ROC-AUC per guide (mean and sd over seeds) beside the published F1.
 
+Over training seeds, :func:`diagnostic_over_seeds` keeps every seed's decision on every test
+sentence (:class:`DiagnosticRuns`), so that two guides can be compared with intervals that
+carry both the seed noise and the sentence noise; a guide may be one model per seed (the
+base of each seed, :func:`adversaries_over_seeds`' adversary against it), so that each seed
+retrains the whole chain. :func:`guide_adversary` picks the adversary by W&P's Table 4 rule
+within W&P's own lambda range; :func:`peak_on_edge`, :func:`peak_edges` and
+:func:`position_guide` say where an adversary peaks and what a guide on that one position
+alone gives the diagnostic model.
+
 The guide's attention must be aligned to the diagnostic model's tokens, so a guide model
 must have been trained on the same data set (same vocabulary and tokenisation).
 """
@@ -32,6 +41,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -48,6 +58,7 @@ __all__ = [
     "DIAGNOSTIC_CONFIG",
     "ADVERSARY_LAMBDA",
     "table4_pick",
+    "guide_lambdas",
     "guide_adversary",
     "guide_attention",
     "guided_dataset",
@@ -94,20 +105,55 @@ def table4_pick(frame, *, threshold: float = _published.JSD_DIFFERENT_WP):
     return float(lams[order[0]])
 
 
-def guide_adversary(sweep):
+def _in_range(lams, within) -> list:
+    """The lambdas of ``lams`` within ``within`` (W&P's own range when None), ends included."""
+    if within is None:
+        from .adversarial_training import wp_lambda_range
+
+        within = wp_lambda_range()
+    low, high = (float(x) for x in within)
+    if not low <= high:
+        raise ValueError(f"within must be (low, high) with low <= high, got {within!r}")
+    return [float(v) for v in lams if low * (1 - 1e-9) <= float(v) <= high * (1 + 1e-9)]
+
+
+def guide_lambdas(lambdas, *, within=None) -> tuple:
+    """The lambdas of a sweep's grid that :func:`guide_adversary` chooses among: those within
+    W&P's own range (:func:`attnlib.adversarial_training.wp_lambda_range`, or ``within``), or
+    the whole grid when none lies there. A chapter that needs only the guide sweeps these."""
+    lambdas = tuple(float(v) for v in lambdas)
+    return tuple(_in_range(lambdas, within)) or lambdas
+
+
+def guide_adversary(sweep, *, within=None):
     """(lambda, adversary) for the diagnostic's "adversary" guide, from a lambda sweep
-    (:func:`attnlib.adversarial_training.lambda_sweep`): W&P's Table 4 pick (:func:`table4_pick`),
-    or, when no adversary of the sweep reaches a mean JSD above 0.4, the one with the largest
-    mean JSD, with a warning (a guide that hardly differs from the base tests little)."""
+    (:func:`attnlib.adversarial_training.lambda_sweep`): W&P's Table 4 rule (:func:`table4_pick`)
+    among the sweep's adversaries whose lambda lies in W&P's own range
+    (:func:`attnlib.adversarial_training.wp_lambda_range`, or ``within``), as
+    :func:`attnlib.adversarial_training.wp_pick` applies it, so that the guide was trained with
+    a lambda like theirs. When none qualifies, the one with the largest mean JSD among them,
+    with a warning (a guide that hardly differs from the base tests little); when the sweep has
+    no lambda in the range, the rule runs on the whole sweep, with a warning."""
     import warnings
 
     frame = getattr(sweep, "frame", None)
-    lam = table4_pick(frame)
+    if not isinstance(frame, pd.DataFrame) or not {"mean_jsd", "mean_tvd"} <= set(frame.columns):
+        raise ValueError("sweep must be a lambda sweep, whose frame has mean_jsd and mean_tvd columns")
+    lams = _lambdas(frame).astype(float)
+    inside = _in_range(lams, within)
+    if not inside:
+        warnings.warn("no adversary of the sweep has a lambda in W&P's range; the rule runs on the whole sweep",
+                      stacklevel=2)
+        inside = [float(v) for v in lams]
+    rows = frame[lams.isin(inside)]
+    lam = table4_pick(rows)
     if lam is None:
-        lam = float(_lambdas(frame)[frame["mean_jsd"].astype(float).idxmax()])
-        warnings.warn(f"no adversary of the sweep reaches a mean JSD above {_published.JSD_DIFFERENT_WP}; "
-                      f"the guide is the one with the largest, lambda = {lam:g}", stacklevel=2)
+        lam = float(_lambdas(rows)[rows["mean_jsd"].astype(float).idxmax()])
+        warnings.warn(f"no adversary of the sweep in the range reaches a mean JSD above "
+                      f"{_published.JSD_DIFFERENT_WP}; the guide is the one with the largest, lambda = {lam:g}",
+                      stacklevel=2)
     return lam, sweep[lam]
+
 
 #: Wiegreffe & Pinter 2019, Table 3 (kept in :mod:`attnlib.published` as ``DIAGNOSTIC_F1``).
 PUBLISHED_TABLE3 = _published.DIAGNOSTIC_F1
@@ -368,3 +414,245 @@ def guides_test_attention(
 
 
 __all__ += ["guides_test_attention"]
+
+
+# ----------------------------------------------------------------------------- over training seeds
+def _guide_per_seed(name: str, guide, n_seeds: int) -> tuple:
+    """``guide`` for every seed: a guide given once (a name, a model, attention) serves every
+    seed; a list, a tuple or a :class:`~attnlib.seeds.SeedSet` gives one guide per seed."""
+    if isinstance(guide, (str, Mapping, TrainedModel, AttentionClassifier)):
+        return (guide,) * n_seeds
+    try:
+        per_seed = tuple(guide)
+    except TypeError:
+        raise ValueError(f"guide {name!r} must be a guide or one guide per seed, got {type(guide).__name__}") from None
+    if len(per_seed) != n_seeds:
+        raise ValueError(f"guide {name!r} gives {len(per_seed)} guides for {n_seeds} seeds: give one per seed")
+    return per_seed
+
+
+def _guides_per_seed(dataset: Dataset, guides, seeds) -> tuple[tuple, dict]:
+    """(checked seeds, {name: one guide per seed}), every guide checked before anything trains."""
+    _check_dataset(dataset)
+    if not isinstance(guides, Mapping) or len(guides) == 0:
+        raise ValueError("guides must be a non-empty dict of row name -> guide, e.g. {'uniform': 'uniform'}")
+    for name in guides:
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"guide names must be non-empty strings, got {name!r}")
+    seeds = _check_seeds(seeds)
+    rows = {name: _guide_per_seed(name, guide, len(seeds)) for name, guide in guides.items()}
+    for row in rows.values():
+        for guide in row:
+            _check_guide(guide, dataset)
+    return seeds, rows
+
+
+def diagnostic_specs(
+    dataset: Dataset,
+    guides: Mapping[str, object],
+    *,
+    seeds,
+    train_config: TrainConfig | None = None,
+    epochs: int | None = None,
+    device=None,
+    use_cache: bool = True,
+) -> list[dict]:
+    """The :func:`attnlib.train.train_model` keyword arguments of every diagnostic model that
+    :func:`diagnostic_over_seeds` trains with the same arguments, guide by guide, seed by seed.
+
+    A caller that trains other models first can hand these to the same pool (e.g. a lambda
+    sweep's ``also_train``): :func:`diagnostic_over_seeds` then loads them from the cache.
+    """
+    seeds, rows = _guides_per_seed(dataset, guides, seeds)
+    specs = []
+    for row in rows.values():
+        for guide, seed in zip(row, seeds):
+            guided, config = _training(dataset, guide)
+            specs.append(dict(dataset=guided, config=config, seed=seed, train_config=train_config, epochs=epochs,
+                              device=device, use_cache=use_cache))
+    return specs
+
+
+@dataclass(frozen=True)
+class DiagnosticRuns:
+    """Diagnostic models per guide and training seed, scored on every test sentence.
+
+    Row k of every guide is the diagnostic model trained with ``seeds[k]``, guided by that
+    seed's guide (the seed-k base model's attention, say): one retraining of the whole chain.
+    ``labels`` (n,) the test labels; per guide name, ``predicted`` (S, n) the predicted
+    classes, ``attention`` S lists of the test attention the diagnostic model was handed (or,
+    for the trained MLP, learned), ``trained`` the S :class:`~attnlib.train.TrainedModel`.
+    """
+
+    seeds: tuple
+    labels: np.ndarray
+    predicted: dict
+    attention: dict
+    trained: dict
+    dataset: str = ""
+
+    @property
+    def guides(self) -> list:
+        return list(self.predicted)
+
+    def correct(self, guide: str) -> np.ndarray:
+        """(S, n) 1.0 where the diagnostic model of that seed classifies the sentence right."""
+        return (self.predicted[guide] == self.labels[None, :]).astype(np.float64)
+
+    def scores(self, guide: str, metric: str = "f1") -> np.ndarray:
+        """(S,) the stored test score of each seed's diagnostic model (f1, accuracy, roc_auc)."""
+        return np.array([t.test[metric] for t in self.trained[guide]], dtype=np.float64)
+
+    def peaks(self, guide: str, edge) -> np.ndarray:
+        """(S, n) 1.0 where the guide's attention has its single largest weight on the ``edge``
+        ("first" or "last") token of the sentence, or on each seed's own edge when ``edge`` is
+        one per seed (a tie for the largest counts for neither, as in
+        :func:`attnlib.metrics.attention_positions`)."""
+        per_seed = self.attention[guide]
+        edges = (edge,) * len(per_seed) if isinstance(edge, str) else tuple(edge)
+        if len(edges) != len(per_seed):
+            raise ValueError(f"edge must be 'first', 'last' or one of them per seed ({len(per_seed)}), got {edge!r}")
+        return np.stack([peak_on_edge(a, e) for a, e in zip(per_seed, edges)])
+
+    def positions(self) -> pd.DataFrame:
+        """Where each guide puts its weight (:func:`attnlib.metrics.attention_positions`), the
+        mean over the seeds; one row per guide."""
+        from ..metrics import attention_positions
+
+        rows = {}
+        for guide, per_seed in self.attention.items():
+            frames = pd.DataFrame([attention_positions(a) for a in per_seed])
+            rows[guide] = frames.mean()
+        return pd.DataFrame(rows).T
+
+
+def peak_on_edge(attention, edge: str) -> np.ndarray:
+    """(n,) 1.0 where an instance's single largest weight is on its ``edge`` ("first" or "last")
+    token, for ragged attention (one array per instance, at least one weight each); a tied
+    largest weight gives 0, as in :func:`attnlib.metrics.attention_positions`."""
+    if edge not in ("first", "last"):
+        raise ValueError(f"edge must be 'first' or 'last', got {edge!r}")
+    arrays = [np.asarray(a, dtype=np.float64).ravel() for a in attention]
+    if not arrays:
+        return np.zeros(0)
+    lengths = np.fromiter(map(len, arrays), dtype=np.int64, count=len(arrays))
+    if (lengths < 1).any():
+        raise ValueError(f"every instance needs at least one weight; instance {int(np.argmin(lengths))} has none")
+    flat = np.concatenate(arrays)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    peak = np.maximum.reduceat(flat, starts)
+    unique = np.add.reduceat(flat == np.repeat(peak, lengths), starts) == 1
+    at = flat[starts] if edge == "first" else flat[starts + lengths - 1]
+    return (unique & (at == peak)).astype(np.float64)
+
+
+def diagnostic_over_seeds(
+    dataset: Dataset,
+    guides: Mapping[str, object],
+    *,
+    seeds,
+    train_config: TrainConfig | None = None,
+    epochs: int | None = None,
+    device=None,
+    use_cache: bool = True,
+    progress: bool = True,
+) -> DiagnosticRuns:
+    """W&P's Table 3 over training seeds: one diagnostic model per guide and seed, and its
+    prediction on every test sentence, so that a comparison of two guides can carry both the
+    seed noise and the sentence noise (:func:`attnlib.uncertainty.compare_f1_over_seeds`).
+
+    ``guides`` maps a row name to a guide (see :func:`train_diagnostic`) given once for every
+    seed (``"uniform"``, ``"trained"``, attention), or to one guide per seed, e.g. the base
+    models of a :class:`~attnlib.seeds.SeedSet`: row k is then the diagnostic model trained
+    with ``seeds[k]`` and guided by guide k, so each row retrains the whole chain (the guide's
+    model and the diagnostic model). Every model trains in one pool; the predictions are
+    computed on the training thread (:func:`attnlib.train.training_threads`), so a near-chance
+    model's decisions do not depend on the thread count.
+    """
+    specs = diagnostic_specs(dataset, guides, seeds=seeds, train_config=train_config, epochs=epochs, device=device,
+                             use_cache=use_cache)
+    seeds = _check_seeds(seeds)
+    trained = iter(train_models(specs, progress=progress))
+    specs = iter(specs)
+    predicted, attention, models = {}, {}, {}
+    for name in guides:
+        rows, alphas, kept = [], [], []
+        for _ in seeds:
+            model, spec = next(trained), next(specs)
+            with training_threads(device_of(model.model)):
+                p = predict(model.model, spec["dataset"].test)
+            rows.append(p.predicted)
+            alphas.append(p.attention)
+            kept.append(model)
+        predicted[name], attention[name], models[name] = np.stack(rows), tuple(alphas), tuple(kept)
+    return DiagnosticRuns(seeds, np.asarray(dataset.test.labels), predicted, attention, models, dataset.name)
+
+
+def adversaries_over_seeds(
+    dataset: Dataset,
+    bases,
+    lam: float,
+    *,
+    epochs: int | None = None,
+    train_config: TrainConfig | None = None,
+    use_cache: bool = True,
+    progress: bool = True,
+) -> tuple:
+    """The adversary at ``lam`` against every base model of a seed set: adversary k is
+    :func:`attnlib.adversarial_training.train_adversary` against ``bases[k]`` with that base's
+    seed (the model :func:`~attnlib.adversarial_training.lambda_sweep` trains for that base and
+    seed, so the first seed's comes from the sweep's cache entry). They train at once, one
+    per core. ``bases``: a :class:`~attnlib.seeds.SeedSet` or a list of TrainedModels."""
+    import functools
+
+    from ..train import run_concurrently
+    from .adversarial_training import train_adversary
+
+    bases = tuple(bases)
+    if not bases or not all(isinstance(b, TrainedModel) for b in bases):
+        raise ValueError("bases must be a non-empty SeedSet or list of TrainedModels (the base models, one per seed)")
+    jobs = [functools.partial(train_adversary, dataset, b, lam, seed=b.seed, train_config=train_config, epochs=epochs,
+                              use_cache=use_cache, progress=progress) for b in bases]
+    return tuple(run_concurrently(jobs, progress=progress, description=f"{len(jobs)} adversaries, λ = {lam:g}"))
+
+
+def peak_edges(models, split) -> tuple:
+    """Per model, ``"first"`` or ``"last"``: the edge of the sentence on which its attention has
+    its single largest weight more often on ``split`` (ties: ``"last"``)."""
+    out = []
+    for m in models:
+        model = m.model if isinstance(m, TrainedModel) else m
+        with training_threads(device_of(model)):
+            alpha = predict(model, split).attention
+        out.append("first" if peak_on_edge(alpha, "first").sum() > peak_on_edge(alpha, "last").sum() else "last")
+    return tuple(out)
+
+
+def position_guide(dataset: Dataset, edge: str) -> dict[str, list[np.ndarray]]:
+    """A guide that puts all its weight on one position, the ``edge`` ("first" or "last") real
+    token of every sentence, on every split: what a guide tells the diagnostic model when
+    nothing but the position decides where it looks."""
+    _check_dataset(dataset)
+    if edge not in ("first", "last"):
+        raise ValueError(f"edge must be 'first' or 'last', got {edge!r}")
+    out = {}
+    for name in _SPLITS:
+        lengths = dataset[name].lengths().astype(np.int64)
+        flat = np.zeros(int(lengths.sum()), dtype=np.float32)  # (sum_i T_i,)
+        ends = np.cumsum(lengths)
+        flat[ends - lengths if edge == "first" else ends - 1] = 1.0
+        out[name] = np.split(flat, ends[:-1]) if len(lengths) else []
+    return out
+
+
+def edge_tokens(split, edge: str) -> pd.Series:
+    """The tokens at the ``edge`` ("first" or "last") of ``split``'s sentences, as shares of the
+    sentences, most common first."""
+    if edge not in ("first", "last"):
+        raise ValueError(f"edge must be 'first' or 'last', got {edge!r}")
+    tokens = [t[0] if edge == "first" else t[-1] for t in split.tokens if len(t)]
+    return pd.Series(tokens, dtype=object).value_counts(normalize=True)
+
+
+__all__ += ["diagnostic_specs", "DiagnosticRuns", "diagnostic_over_seeds", "adversaries_over_seeds", "peak_on_edge",
+            "peak_edges", "position_guide", "edge_tokens"]

@@ -51,7 +51,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .. import runs
+from .. import runs, uncertainty
 from .._checks import check_positive_int
 from ..runs import InstanceResult
 from ..data import Split
@@ -80,6 +80,10 @@ __all__ = [
     "negators_found",
     "yardstick_columns",
     "yardstick_directions",
+    "rank_over_seeds",
+    "rank_columns_over_seeds",
+    "train_seed_sets_each",
+    "yardstick_columns_over_seeds",
 ]
 
 #: Integrated gradients' step count (captum's Gauss-Legendre rule).
@@ -595,3 +599,137 @@ def yardstick_directions(columns) -> dict:
             raise ValueError(f"column {c!r} is not a yardstick of yardstick_columns")
         out[c] = METRICS[name].higher_is_better
     return out
+
+
+def _seed_rows(values, name: str) -> np.ndarray:
+    array = np.asarray(values, dtype=np.float64)
+    if array.ndim == 1:  # one model: one row
+        array = array[None, :]
+    if array.ndim != 2:
+        raise ValueError(f"scores[{name!r}] must be (seeds, instances), got shape {array.shape}")
+    return array
+
+
+def rank_over_seeds(scores: Mapping, *, higher_is_better: bool = True, seed: int = 0) -> pd.DataFrame:
+    """Methods ranked over training seeds and sentences, with ties where neither settles the order.
+
+    ``scores``: method -> (S, n) per-sentence values, row k from the k-th seed's model, on the
+    same n sentences for every method and seed (a 1-D array is one model). Every pair of methods
+    is compared with :func:`attnlib.uncertainty.compare_over_seeds` (paired: row k of both comes
+    from one model); a method beats another only when that verdict says so (the pooled interval
+    over seeds and sentences excludes 0 and most seeds point that way), never when the
+    difference is within noise or the seeds disagree. A method's rank is 1 + the number of
+    methods that beat it (:func:`attnlib.uncertainty.ranks_from_wins`), so methods nobody beats
+    share rank 1.
+
+    Returns a DataFrame indexed by method, best first: ``mean`` (over seeds and sentences),
+    ``low``, ``high`` (its :func:`~attnlib.uncertainty.over_seeds` interval), ``rank``, ``tied``
+    (another method has the same rank) and ``disagree`` (the seeds disagree, beyond noise each,
+    on its order with some other method).
+    """
+    if not isinstance(scores, Mapping) or not scores:
+        raise ValueError("scores must be a non-empty dict: method -> (seeds, instances) values")
+    names = list(scores)
+    rows = {m: _seed_rows(scores[m], m) for m in names}
+    shapes = {v.shape for v in rows.values()}
+    if len(shapes) != 1:
+        raise ValueError(f"every method needs the same seeds and instances, got shapes {sorted(shapes)}")
+    k = len(names)
+    wins = np.zeros((k, k), dtype=bool)
+    disagree = np.zeros(k, dtype=bool)
+    for i in range(k):
+        for j in range(i + 1, k):
+            c = uncertainty.compare_over_seeds(rows[names[i]], rows[names[j]], seed=seed)
+            better_i = "higher" if higher_is_better else "lower"
+            if c.verdict == better_i:
+                wins[i, j] = True
+            elif c.differs:
+                wins[j, i] = True
+            elif c.verdict == uncertainty.SEEDS_DISAGREE:
+                disagree[[i, j]] = True
+    own = [uncertainty.over_seeds(rows[m], seed=seed) for m in names]
+    frame = pd.DataFrame({"mean": [iv.estimate for iv in own], "low": [iv.low for iv in own],
+                          "high": [iv.high for iv in own], "rank": uncertainty.ranks_from_wins(wins)},
+                         index=pd.Index(names, name="method"))
+    frame["tied"] = frame["rank"].map(frame["rank"].value_counts()) > 1
+    frame["disagree"] = disagree
+    return frame.sort_values(["rank", "mean"], ascending=[True, not higher_is_better])
+
+
+def rank_columns_over_seeds(columns: Mapping, higher_is_better: Mapping, *, seed: int = 0):
+    """:func:`rank_over_seeds` for every column of a table: an
+    :class:`attnlib.uncertainty.RankedTable` (means over seeds and sentences, ranks, ties).
+
+    ``columns``: column -> {method: (S, n) per-sentence values} (each column on its own
+    sentences; a method missing from a column gets NaN there); ``higher_is_better``: column ->
+    bool. The over-seeds form of :func:`attnlib.uncertainty.rank_columns`.
+    """
+    if not isinstance(columns, Mapping) or not columns:
+        raise ValueError("columns must be a non-empty dict: column -> {method: (seeds, instances) values}")
+    missing = [c for c in columns if c not in higher_is_better]
+    if missing:
+        raise ValueError(f"higher_is_better has no direction for column(s) {missing}")
+    methods = list(dict.fromkeys(m for scores in columns.values() for m in scores))
+    means = pd.DataFrame(np.nan, index=pd.Index(methods, name="method"), columns=list(columns))
+    ranks, tied = means.copy(), pd.DataFrame(False, index=means.index, columns=means.columns)
+    for column, scores in columns.items():
+        if not scores:
+            continue
+        ranked = rank_over_seeds(scores, higher_is_better=bool(higher_is_better[column]), seed=seed)
+        means.loc[ranked.index, column] = ranked["mean"]
+        ranks.loc[ranked.index, column] = ranked["rank"]
+        tied.loc[ranked.index, column] = ranked["tied"]
+    return uncertainty.RankedTable(means, ranks, tied, {c: bool(higher_is_better[c]) for c in columns})
+
+
+def train_seed_sets_each(specs: Mapping, seeds_of: Mapping, *, workers: int | None = None,
+                         progress: bool = True) -> dict:
+    """:func:`attnlib.seeds.train_seed_sets` with each recipe's own seeds, every model in one pool.
+
+    ``specs``: name -> :func:`attnlib.train.train_model` keyword arguments without ``seed``;
+    ``seeds_of``: name -> its seeds (e.g. ``seeds.seeds_after(seed, 3)`` for one recipe and
+    ``seeds.seeds_after(seed, 1)`` for a costlier one). Returns name -> :class:`attnlib.seeds.SeedSet`,
+    each model exactly ``train_model(**spec, seed=s)`` (the same cache entry as everywhere).
+    One pool, longest first, instead of one per seed count: on two cores a second pool would
+    leave a core idle while its last model trains.
+    """
+    from ..seeds import SeedSet, check_seeds, check_spec
+    from ..train import train_models
+
+    if not isinstance(specs, Mapping) or not specs:
+        raise ValueError("specs must be a non-empty dict: name -> train_model keyword arguments (without seed)")
+    missing = [name for name in specs if name not in seeds_of]
+    if missing:
+        raise ValueError(f"seeds_of has no seeds for {missing}")
+    checked = {name: check_spec(name, spec) for name, spec in specs.items()}
+    own = {name: check_seeds(seeds_of[name]) for name in specs}
+    jobs = {(name, s): {**spec, "seed": s} for name, spec in checked.items() for s in own[name]}
+    trained = train_models(jobs, workers=workers, progress=progress)
+    return {name: SeedSet(own[name], tuple(trained[(name, s)] for s in own[name]), spec)
+            for name, spec in checked.items()}
+
+
+def yardstick_columns_over_seeds(explained, rationales, erased, flips=None, *, task: str = "synthetic") -> dict:
+    """:func:`yardstick_columns` for every seed's model of one family, stacked: column -> {method:
+    (S, n) per-sentence values}, the input of :func:`rank_columns_over_seeds`.
+
+    ``explained``: one :class:`ExplanationResult` per seed (on the rationale task); ``erased``:
+    short task name -> one FaithfulnessResult per seed; ``flips``: short task name -> one
+    {ranking: per-sentence fraction} per seed (or an empty list where it does not apply). Every
+    seed's results must cover the same sentences (the same ``max_instances`` and ``seed``).
+    """
+    explained = list(explained)
+    if not explained:
+        raise ValueError("explained must hold one ExplanationResult per seed")
+    erased = {short: list(results) for short, results in erased.items()}
+    flips = {short: list(values) for short, values in (flips or {}).items()}
+    for short, results in (*erased.items(), *flips.items()):
+        if results and len(results) != len(explained):
+            raise ValueError(f"{short!r} has {len(results)} results, but there are {len(explained)} seeds")
+    per_seed = [
+        yardstick_columns(e, rationales, {short: r[k] for short, r in erased.items()},
+                          {short: (v[k] if v else {}) for short, v in flips.items()}, task=task)
+        for k, e in enumerate(explained)
+    ]
+    return {column: {m: np.stack([np.asarray(p[column][m], dtype=np.float64) for p in per_seed])
+                     for m in per_seed[0][column]} for column in per_seed[0]}

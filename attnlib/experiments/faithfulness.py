@@ -73,6 +73,7 @@ __all__ = [
     "faithfulness_summary",
     "rationale_ranking",
     "rationale_recovery",
+    "rationale_ties",
     "fraction_to_flip",
     "erasure_curves",
 ]
@@ -634,6 +635,65 @@ def rationale_ranking(scores, rationales, k: int | None = None) -> pd.DataFrame:
     prec, ap, auc = _ranking_metrics(x, y, valid, np.maximum(kk, 1))
     return pd.DataFrame({"n_tokens": lengths, "n_rationale": n_true, "precision@k": prec,
                          "average precision": ap, "AUC": auc})
+
+
+def _tied_ap(score: np.ndarray, truth: np.ndarray) -> tuple[float, float]:
+    """One instance's average precision with its ties broken (i) at random, in expectation, and
+    (ii) in the rationale's favour (a tied rationale token ahead of a tied other one)."""
+    order = np.lexsort((~truth, -score))  # by score, the rationale first within a tie
+    x, y = score[order], truth[order]
+    hits = np.cumsum(y)
+    favour = float((hits[y] / (np.flatnonzero(y) + 1)).mean())
+    starts = np.flatnonzero(np.r_[True, x[1:] != x[:-1]])
+    bounds = np.r_[starts, len(x)]
+    total, above, true_above = 0.0, 0, 0
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        n, t = int(b - a), int(y[a:b].sum())
+        if t:  # the group's t rationale tokens take t of its n places uniformly at random
+            k = np.arange(1, n + 1)
+            before = (k - 1) * (t - 1) / (n - 1) if n > 1 else np.zeros(1)
+            total += float(np.sum(t / n * (true_above + 1 + before) / (above + k)))
+        above, true_above = above + n, true_above + t
+    return total / int(y.sum()), favour
+
+
+def rationale_ties(scores, rationales) -> pd.DataFrame:
+    """How much of a score's average precision its ties decide, per instance.
+
+    :func:`rationale_ranking` scores ties as ``sklearn.metrics.average_precision_score`` does: a
+    group of tied tokens enters the ranking at once, so each rationale token in it gets the
+    precision of the whole group. A score that gives many tokens exactly the same value (attention
+    flow saturates: every token that can take the output node's whole capacity gets a flow of 1)
+    loses average precision to that rule alone. Columns, one row per instance with a rationale
+    token:
+
+    * ``average precision``: as :func:`rationale_ranking` (ties enter together);
+    * ``AP, ties at random``: its expectation when the ties are broken uniformly at random
+      (McSherry & Najork 2008, exact: a tied group of n tokens holding t rationale tokens puts
+      one at its k-th place with probability t/n, preceded in the group by (k - 1)(t - 1)/(n - 1)
+      others on average);
+    * ``AP, ties to the rationale``: with every tie broken in the rationale's favour, the AP of
+      the order the score gives when only its strict inequalities count (1 when no other token
+      scores strictly above a rationale token);
+    * ``top tied``: 1 where two or more tokens share the highest score, else 0;
+    * ``share tied at the top``: the share of the instance's tokens that share its highest score;
+    * ``rationale at the top``: the share of its rationale tokens among them.
+
+    ``scores``, ``rationales``: as for :func:`rationale_ranking` (exact float equality is a tie).
+    """
+    ranked = rationale_ranking(scores, rationales)
+    rows = []
+    for s, r in zip(scores, rationales):
+        x, y = np.asarray(s, dtype=np.float64).reshape(-1), np.asarray(r, dtype=bool).reshape(-1)
+        if not y.any():
+            rows.append((np.nan,) * 5)
+            continue
+        at_random, favour = _tied_ap(x, y)
+        top = x == x.max()
+        rows.append((at_random, favour, float(top.sum() > 1), float(top.mean()), float(y[top].sum() / y.sum())))
+    extra = pd.DataFrame(rows, columns=["AP, ties at random", "AP, ties to the rationale", "top tied",
+                                        "share tied at the top", "rationale at the top"])
+    return pd.concat([ranked[["n_tokens", "n_rationale", "average precision"]], extra], axis=1)
 
 
 def rationale_recovery(result: ImportanceResult, rationales, k: int | None = None) -> pd.DataFrame:

@@ -76,6 +76,8 @@ __all__ = [
     "relevance_by_layer",
     "layer_correlations",
     "instance_correlations",
+    "correlations_over_seeds",
+    "rationale_scores",
 ]
 
 #: A&Z's weight of the identity (the residual connection) in A^ = r I + (1 - r) A.
@@ -542,3 +544,60 @@ def layer_correlations(relevance: RelevanceResult, importance, measures=("loo", 
                          "mean": float(np.nanmean(r)), "sd": float(np.nanstd(r)),
                          "low": interval.low, "high": interval.high, "n": int(np.isfinite(r).sum())})
     return pd.DataFrame(rows)
+
+
+def correlations_over_seeds(relevance, importance, measures=("loo", "gradient"), *, seed: int = 0):
+    """:func:`layer_correlations` over the models of several training seeds.
+
+    ``relevance``, ``importance``: :func:`relevance_by_layer` and
+    :func:`~attnlib.experiments.importance.importance` run on every model of one seed set with
+    the same ``max_instances`` and ``seed`` (:func:`attnlib.seeds.run_over_seeds`: the same
+    sentences for every seed), in seed order. Returns ``(table, rho)``: ``rho`` is
+    ``{(measure, method): (S, N, L)}``, each seed's :func:`instance_correlations`; ``table``
+    has one row per (measure, method, layer) with the mean over seeds and sentences, the sd over
+    sentences (the mean of the seeds' sds, for the figure's bands), the 95% interval over seeds
+    and sentences (:func:`attnlib.uncertainty.over_seeds`: ``low``, ``high``, clipped to [-1, 1],
+    where a mean rho lies: with 3 seeds Student's t has 2 degrees of freedom), the sentences with
+    a defined rho in every seed (``n``) and the number of ``seeds``.
+    """
+    relevance, importance = list(relevance), list(importance)
+    if not relevance or len(relevance) != len(importance):
+        raise ValueError(f"need one relevance and one importance result per seed, got {len(relevance)} and "
+                         f"{len(importance)}")
+    first = np.asarray(relevance[0].indices)
+    if any(not np.array_equal(np.asarray(r.indices), first) for r in relevance):
+        raise ValueError("the seeds' results cover different instances: use the same max_instances and seed")
+    per_seed = [instance_correlations(r, i, measures) for r, i in zip(relevance, importance)]
+    rho = {key: np.stack([c[key] for c in per_seed]) for key in per_seed[0]}
+    rows = []
+    for (measure, method), values in rho.items():  # (S, N, L)
+        for layer in range(values.shape[2]):
+            r = values[:, :, layer]
+            iv = uncertainty.over_seeds(r, seed=seed)
+            rows.append({"measure": measure, "method": method, "layer": layer + 1, "mean": iv.estimate,
+                         "sd": float(np.mean(np.nanstd(r, axis=1))),
+                         "low": max(iv.low, -1.0), "high": min(iv.high, 1.0),  # where a mean rho lies
+                         "n": int(np.isfinite(r).all(0).sum()), "seeds": len(per_seed)})
+    return pd.DataFrame(rows), rho
+
+
+def rationale_scores(relevance: RelevanceResult, importance, *, seed: int = 0) -> dict:
+    """Every score the book ranks a sentence's words by, for a known rationale (Chapter 14):
+    ``{method: [one array per instance]}``, aligned with ``relevance.indices``.
+
+    Raw attention, rollout and flow after the last layer (``relevance``, over the words), blank-out
+    and gradient importance (``importance``, the same instances) and a seeded uniform ``random``
+    score (``numpy.random.default_rng(seed)``: the same for every model scored with that seed).
+    """
+    if not isinstance(relevance, RelevanceResult):
+        raise ValueError(f"relevance must be a RelevanceResult (relevance_by_layer), got {type(relevance).__name__}")
+    if relevance.positions != "words":
+        raise ValueError("rationale_scores needs relevance over the words (positions='words')")
+    if not np.array_equal(np.asarray(relevance.indices), np.asarray(importance.indices)):
+        raise ValueError("relevance and importance cover different instances: use the same max_instances and seed")
+    out = {m: [np.asarray(s[-1]) for s in relevance.scores[m]] for m in RELEVANCE_METHODS}
+    out["blank-out"] = list(importance.loo)
+    out["gradient"] = list(importance.gradient)
+    rng = np.random.default_rng(seed)
+    out["random"] = [rng.random(len(s)) for s in out[RELEVANCE_METHODS[0]]]
+    return out

@@ -74,6 +74,12 @@ class HeadPermutationResult:
     base_accuracy:  the model's own accuracy on the instances.
     n_instances, n_permutations, seed: the run.
     median_tvd:     {(scope, layer, head): (N,) per-instance median TVDs}, instances in split order.
+    paired:         {(scope, layer, head): (N,) per-instance accuracy change}: each instance's
+                    accuracy over its permutations minus its own correctness (the paired
+                    differences behind accuracy_change and change_se), instances in split order.
+    indices:        (N,) the instances' positions in the split (the same for every scope), so
+                    results on several models of one recipe stack by instance
+                    (:func:`attnlib.seeds.run_over_seeds`).
     """
 
     table: pd.DataFrame
@@ -82,6 +88,19 @@ class HeadPermutationResult:
     n_permutations: int
     seed: int
     median_tvd: dict
+    paired: dict | None = None
+    indices: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return self.n_instances
+
+    def change(self, scope: str, layer: int = -1, head: int = -1) -> np.ndarray:
+        """(N,) the per-instance accuracy change of one scope: ``change("all")``,
+        ``change("layer", 2)``, ``change("head", 1, 3)``."""
+        key = (scope, layer, head)
+        if self.paired is None or key not in self.paired:
+            raise ValueError(f"this result has no scope {key}; it has {sorted(self.paired or ())}")
+        return self.paired[key]
 
     def grid(self, value: str = "accuracy") -> pd.DataFrame:
         """``value`` as a layer x head table with an "all heads" column and an "all layers" row.
@@ -191,26 +210,27 @@ def permute_heads(
     from tqdm.auto import tqdm
 
     # one scope at a time, on every core: two at once held about 0.7 GB more (chapter 12)
-    rows, medians, base = [], {}, None
+    rows, medians, changes, base, indices = [], {}, {}, None, None
     for scope, layer, head in tqdm(jobs, desc="permuting heads", unit="scope", disable=not progress, mininterval=1.0):
         job_seed = int(np.random.SeedSequence([seed, SCOPES.index(scope), layer + 1, head + 1]).generate_state(1)[0])
         if scope == "head":
             r = counterfactual.permute_attention(model, split, n_permutations=P, seed=seed,
                                                  max_instances=max_instances, site=Site(layer, head),
                                                  permutation_seed=job_seed, chunk_size=chunk_size)
-            tvd, predicted, labels, own = r.all_tvd, r.all_predicted, r.labels, r.predicted
+            tvd, predicted, labels, own, where = r.all_tvd, r.all_predicted, r.labels, r.predicted, r.indices
         else:
             sites = [s for s in model.sites if scope == "all" or s.layer == layer]
             with runs.experiment(model, split, seed=seed, max_instances=max_instances, chunk_size=chunk_size,
                                   rows=_ROWS, cost=lambda T, H: (P + 1) * T * 8 * H, budget=_BUDGET) as run:
                 tvd, predicted, y_hat = _permute_scope(run, sites, P, np.random.default_rng(job_seed))
-                labels, own = run.labels, y_hat.argmax(-1)
+                labels, own, where = run.labels, y_hat.argmax(-1), run.indices
         if base is None:
-            base = float((own == labels).mean())
+            base, indices = float((own == labels).mean()), np.asarray(where)
         median = np.median(tvd, axis=1)
         medians[(scope, layer, head)] = median
         # per sentence: accuracy over its permutations minus its own correctness (a paired difference)
         paired = (predicted == labels[:, None]).mean(1) - (own == labels)
+        changes[(scope, layer, head)] = paired
         rows.append({
             "scope": scope, "layer": layer, "head": head,
             "accuracy": float((predicted == labels[:, None]).mean()),
@@ -221,7 +241,8 @@ def permute_heads(
         })
     table = pd.DataFrame(rows)
     return HeadPermutationResult(table=table, base_accuracy=base, n_instances=len(next(iter(medians.values()))),
-                                 n_permutations=P, seed=seed, median_tvd=medians)
+                                 n_permutations=P, seed=seed, median_tvd=medians, paired=changes,
+                                 indices=indices)
 
 
 def adversarial_heads(

@@ -12,6 +12,8 @@ once a sentence is longer than the head dimension, attention is not identifiable
   in the null space), the only part of A that reaches the output;
 * :func:`alternative_attention` -- a concrete A + A~ with the same output, as far from A
   as positivity allows;
+* :func:`alternative_reach` -- how far :func:`alternative_attention` moves every head's rows,
+  for every sentence of a corpus longer than the head dimension;
 * :func:`trace_statistics` -- for every sentence, layer and head of a model's trace
   (:class:`attnlib.models.Trace`): the null-space dimension, the correlation between raw and
   effective attention, and the attention mass raw and effective attention put on groups of
@@ -41,7 +43,7 @@ from .._checks import as_tensor, check_bool, check_distribution, check_finite, c
 
 __all__ = ["null_space_dim", "effective_attention", "alternative_attention", "Alternative", "rank_tolerance",
            "reduce_values", "RTOL_EPS", "trace_statistics", "default_groups", "punctuation_mask",
-           "corpus_statistics", "null_space_table", "correlation_by_length"]
+           "corpus_statistics", "null_space_table", "correlation_by_length", "alternative_reach"]
 
 
 #: The rank cut-off, relative to a matrix's largest singular value, in units of the data's
@@ -233,7 +235,7 @@ class Alternative:
 
 
 def alternative_attention(A, T, lengths=None, *, seed: int = 0, target: str = "random",
-                          n_candidates: int = 16) -> Alternative:
+                          n_candidates: int = 16, budget: int | None = None) -> Alternative:
     """A + A~ with the same head output as A: A~ T = 0, A~ 1 = 0 and A + A~ >= 0.
 
     Per query row i and candidate target distribution g (``target="random"``:
@@ -244,7 +246,9 @@ def alternative_attention(A, T, lengths=None, *, seed: int = 0, target: str = "r
     is the only limit). Of the candidates, the row keeps the one farthest from A_i in JSD.
     Where the null space is empty (n <= rank [T, 1]) A~_i = 0. A row whose small weights
     block every direction moves little: softmax rows have no exact zeros, but tiny weights
-    stop a step early. Rows of A must be distributions over the sentence.
+    stop a step early. Rows of A must be distributions over the sentence. ``budget``: elements of
+    the (heads, rows, candidates, tokens) array one step builds (None: :data:`_CANDIDATE_BUDGET`);
+    a smaller one holds less memory and gives the same numbers.
     """
     T, lengths = _check_values(T, lengths)
     A = _check_attention(A, T)
@@ -252,6 +256,8 @@ def alternative_attention(A, T, lengths=None, *, seed: int = 0, target: str = "r
     if target not in ("random", "uniform"):
         raise ValueError(f"target must be 'random' or 'uniform', got {target!r}")
     m = 1 if target == "uniform" else check_positive_int(n_candidates, "n_candidates")
+    if budget is not None:
+        check_positive_int(budget, "budget")
     middle = T.shape[1:-2]
     heads = int(np.prod(middle, dtype=np.int64))
     change = np.zeros(A.shape, dtype=np.float64)
@@ -278,7 +284,7 @@ def alternative_attention(A, T, lengths=None, *, seed: int = 0, target: str = "r
         goals = np.repeat(goals, heads, axis=0)  # (k, m, n): one set of targets per sentence
         best_delta = np.zeros((k, n, n))
         best_jsd = np.zeros((k, n))
-        step = max(1, _CANDIDATE_BUDGET // (n * n * m))  # heads per tensor program
+        step = max(1, (budget or _CANDIDATE_BUDGET) // (n * n * m))  # heads per tensor program
         for lo in range(0, k, step):
             sl = slice(lo, lo + step)
             d = (goals[sl, None, :, :] - flat_a[sl, :, None, :]) @ PN[sl, None]  # (s, n rows, m, n)
@@ -491,3 +497,59 @@ def correlation_by_length(panels: Mapping[str, pd.DataFrame], bins) -> pd.DataFr
         tables[name] = frame.groupby(which, observed=True)["correlation"].agg(["mean", "std", "size"])
     return pd.concat(tables, axis=1)
 
+
+
+def alternative_reach(model, batches, *, seed: int = 0, n_candidates: int = 16, budget: int = 2**17,
+                      desc: str | None = None, progress: bool = True) -> pd.DataFrame:
+    """How far attention moves without changing the output: :func:`alternative_attention` at every
+    head of every sentence longer than the head dimension, one row per (sentence, layer, head).
+
+    ``model``: a transformer of either family (``model.trace(batch)``); ``batches``: its batches,
+    each with ``index`` (the sentences' positions in the texts). Sentences of at most d_v tokens
+    are skipped: their null space is empty and nothing can move. ``T`` enters through
+    :func:`reduce_values` (the same left null space as T = V W^O_h, so the same moves), in the
+    trace's precision (the rank tolerance follows it). Each row of A moves along the null space of
+    [T, 1] towards the farthest of ``n_candidates`` seeded targets as far as positivity allows: a
+    *lower bound* on how far that row can move, not the farthest feasible row (maximising a JSD
+    over the feasible set is not a convex problem).
+
+    Columns: ``sentence`` (its position in the texts), ``layer``, ``head``, ``length`` (d_s),
+    ``d_v``, ``null_dim`` (of [T, 1]), ``mean_jsd`` (the mean over the sentence's query rows of
+    JSD(A_i, A_i + A~_i)) and ``max_jsd`` (its largest row). Runs without gradients, one layer
+    of one batch at a time, with a small ``budget`` (:func:`alternative_attention`; about 4 MB
+    per array): the numbers do not depend on it, the memory a chapter holds does.
+    """
+    from tqdm.auto import tqdm
+
+    from .. import cpu
+
+    seed = check_seed(seed)
+    check_positive_int(n_candidates, "n_candidates")
+    check_bool(progress, "progress")
+    frames = []
+    with torch.no_grad():
+        for batch in tqdm(list(batches), desc=desc, unit="batch", mininterval=1.0, disable=not progress):
+            tr = model.trace(batch)
+            lengths = tr.lengths.detach().cpu().numpy().astype(np.int64)
+            keep = np.flatnonzero(lengths > tr.head_dim)
+            if not len(keep):
+                continue
+            n = lengths[keep]
+            index = batch.index.cpu().numpy()[keep]
+            L, H = tr.attentions.shape[1], tr.attentions.shape[2]
+            rows = np.arange(tr.attentions.shape[-1])[None, None, :] < n[:, None, None]  # (b, 1, T)
+            for layer in range(L):
+                A = tr.attentions[keep, layer].detach().cpu().numpy()
+                Tm = reduce_values(tr.values[keep, layer].detach().cpu().numpy(),
+                                   tr.output_projection[layer].detach().cpu().numpy())
+                alt = alternative_attention(A, Tm, n, seed=seed, n_candidates=n_candidates, budget=budget)
+                jsd = np.where(rows, alt.jsd, 0.0)  # (b, h, T): 0 past the sentence
+                frames.append(pd.DataFrame({
+                    "sentence": np.repeat(index, H), "layer": layer, "head": np.tile(np.arange(H), len(keep)),
+                    "length": np.repeat(n, H), "d_v": tr.head_dim, "null_dim": alt.null_dim.reshape(-1),
+                    "mean_jsd": (jsd.sum(-1) / n[:, None]).reshape(-1), "max_jsd": jsd.max(-1).reshape(-1),
+                }))
+            del tr
+            cpu.release_memory()
+    columns = ["sentence", "layer", "head", "length", "d_v", "null_dim", "mean_jsd", "max_jsd"]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)

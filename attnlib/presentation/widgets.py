@@ -285,12 +285,14 @@ def needle_explorer(models: dict, vocab, marker: str = "superb", length: int = 1
     return _panel([W.HBox([length_slider, marker_box, sentence_seed]), out])
 
 
-def lambda_figures(sweep, indices: Sequence[int], lam, *, points: dict | None = None, split="test"):
+def lambda_figures(sweep, indices: Sequence[int], lam, *, points: dict | None = None, split="test",
+                   spread: dict | None = None):
     """The lambda-sweep curve with ``lam`` ringed, and base vs adversary attention on a few sentences (Chapter 8).
 
     ``sweep`` is an :class:`attnlib.adversarial_training.LambdaSweep`; ``indices`` pick
-    sentences of its ``split``; ``points`` are extra (jsd, tvd) points for the curve (see
-    :func:`attnlib.viz.plot_lambda_sweep`). Returns (curve figure, heatmap figure).
+    sentences of its ``split``; ``points`` are extra (jsd, tvd) points for the curve and
+    ``spread`` the models and intervals behind them (see :func:`attnlib.viz.plot_lambda_sweep`).
+    Returns (curve figure, heatmap figure).
     """
     from ..metrics import jsd
     from ..train import predict
@@ -309,11 +311,12 @@ def lambda_figures(sweep, indices: Sequence[int], lam, *, points: dict | None = 
         weights += [base.attention[j], adv.attention[j]]
         titles += [f"base: p(positive) = {base.probs[j, -1]:.2f}",
                    f"adversary, λ = {adversary.lam:g}: p(positive) = {adv.probs[j, -1]:.2f}, attention JSD {d:.2f} from the base"]
-    curve = plot_lambda_sweep(sweep.frame, points=points, highlight=adversary.lam)
+    curve = plot_lambda_sweep(sweep.frame, points=points, highlight=adversary.lam, spread=spread)
     return curve, attention_heatmap(sentences, weights, titles=titles)
 
 
-def lambda_explorer(sweep, indices: Sequence[int], lam=None, *, points: dict | None = None, split="test"):
+def lambda_explorer(sweep, indices: Sequence[int], lam=None, *, points: dict | None = None, split="test",
+                    spread: dict | None = None):
     """Slide along a precomputed lambda sweep: its curve point, its heatmaps and its F1 (Chapter 8).
 
     Retraining an adversary takes minutes, so the slider only moves between the adversaries
@@ -339,7 +342,7 @@ def lambda_explorer(sweep, indices: Sequence[int], lam=None, *, points: dict | N
                        f"{a.agreement['same_decision']:.1%}")
         with out:
             out.clear_output(wait=True)
-            for fig in lambda_figures(sweep, indices, slider.value, points=points, split=split):
+            for fig in lambda_figures(sweep, indices, slider.value, points=points, split=split, spread=spread):
                 display(fig)
                 plt.close(fig)
 

@@ -7,7 +7,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from .core import attention_heatmap, fitted, summarise
-from .words import heaviest, listing, number, short_label, spread
+from .words import finite, heaviest, listing, number, short_label, spread
 
 __all__ = [
     "plot_violins_by_bin",
@@ -32,11 +32,15 @@ def plot_violins_by_bin(
     reference: float | None = None,
     reference_label: str | None = None,
     xlabel: str | None = None,
+    seed_frames: list | None = None,
 ):
     """Violins of ``value`` per bin (e.g. max attention), side by side per ``group`` (J&W Figs. 6 and 8).
 
     ``frame`` is long-format: one row per instance with columns ``value``, ``bin_column`` and,
-    optionally, ``group``. Empty bins are drawn as a gap with "n = 0".
+    optionally, ``group``. Empty bins are drawn as a gap with "n = 0". ``seed_frames``: the
+    same frame for each training seed of the model (``frame`` is usually the first's): a dot
+    per seed marks that seed's median of each violin's group and bin, so the reader sees how
+    far retraining moves the median line (no dots for a single seed).
     """
     if ax is None:
         fig, ax = plt.subplots(figsize=(6.4, 3.4))
@@ -45,6 +49,8 @@ def plot_violins_by_bin(
     bins = _bins(frame, bin_column)
     groups = sorted(frame[group].unique()) if group else [None]
     palette = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"]
+    if seed_frames is not None and len(seed_frames) < 2:
+        seed_frames = None  # one seed: its median is the violin's own line
     width = 0.8 / len(groups)
     for g_i, g in enumerate(groups):
         sub = frame if g is None else frame[frame[group] == g]
@@ -60,12 +66,22 @@ def plot_violins_by_bin(
             elif len(values):
                 ax.plot([x] * len(values), values, "_", color=palette[g_i % len(palette)], ms=12)
             ax.text(x, 1.0, f"n={len(values)}", transform=ax.get_xaxis_transform(), ha="center", va="bottom", fontsize=6)
+            for s_i, seed_frame in enumerate(seed_frames or ()):
+                sf = seed_frame if g is None else seed_frame[seed_frame[group] == g]
+                v = sf.loc[sf[bin_column] == b, value].to_numpy(dtype=float)
+                v = v[np.isfinite(v)]
+                if len(v):
+                    dx = (s_i - (len(seed_frames) - 1) / 2) * width * 0.18
+                    ax.plot(x + dx, np.median(v), "o", ms=3.2, mfc="white", mec="black", mew=0.8, zorder=4)
+    if seed_frames:
+        ax.plot([], [], "o", ms=3.2, mfc="white", mec="black", mew=0.8,
+                label=f"each seed's median ({len(seed_frames)} seeds)")
     if group:
         for g_i, g in enumerate(groups):
             ax.plot([], [], "s", color=palette[g_i % len(palette)], alpha=0.55, label=f"{group} {g}")
     if reference is not None:
         ax.axhline(reference, color="black", lw=0.8, ls=":", label=reference_label)
-    if group or reference_label:
+    if group or reference_label or seed_frames:
         ax.legend(frameon=False, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.set_xticks(range(len(bins)), [str(b) for b in bins])
     ax.set_xlim(-0.5, len(bins) - 0.5)  # every bin gets its slot, empty ones included
@@ -182,14 +198,24 @@ def permutation_figure(result, split, i: int, attention: Sequence, *, name: str 
 
 @fitted
 def plot_violin_panels(frames: dict, *, ylabel: str, ylim=None, reference=None, reference_label=None, height: float = 2.9,
-                       xlabel: str | None = None):
-    """One :func:`plot_violins_by_bin` panel per entry of ``frames`` (title -> long frame), stacked."""
+                       xlabel: str | None = None, seed_frames: dict | None = None):
+    """One :func:`plot_violins_by_bin` panel per entry of ``frames`` (title -> long frame), stacked.
+
+    ``seed_frames``: title -> the panel's frame for each training seed (see
+    :func:`plot_violins_by_bin`): a dot per seed marks each violin's median in that seed."""
+    if seed_frames is not None and set(seed_frames) != set(frames):
+        raise ValueError(f"seed_frames must have the titles of frames, got {sorted(seed_frames)}")
     fig, axes = plt.subplots(len(frames), 1, figsize=(6.4, height * len(frames)), sharey=True, squeeze=False)
     for ax, (title, frame) in zip(axes[:, 0], frames.items()):
         plot_violins_by_bin(frame, value="value", ax=ax, ylabel=ylabel, title=title, ylim=ylim,
-                            reference=reference, reference_label=reference_label, xlabel=xlabel)
+                            reference=reference, reference_label=reference_label, xlabel=xlabel,
+                            seed_frames=None if seed_frames is None else list(seed_frames[title]))
     fig.tight_layout()
-    if len(frames) == 1:
+    if seed_frames:  # the seeds' medians say more than the first seed's spread
+        said = [f"{short_label(title)}: {_seed_medians_range(seed_frames[title])}" for title in frames]
+        summarise(fig, f"{ylabel or 'value'}, the violins from the first seed's model; per bin, the lowest to "
+                       f"the highest seed's median: {listing(said)}.")
+    elif len(frames) == 1:
         frame = next(iter(frames.values()))
         said = listing(f"{b} {s}" for b, s in _by_bin(frame, "value", "bin", _bins(frame)))
         summarise(fig, f"{ylabel or 'value'} per bin: {said}.")
@@ -198,6 +224,17 @@ def plot_violin_panels(frames: dict, *, ylabel: str, ylim=None, reference=None, 
                 for title, frame in frames.items()]
         summarise(fig, f"{ylabel or 'value'}: {listing(said)}.")
     return fig
+
+
+def _seed_medians_range(seed_frames) -> str:
+    """Per bin, the lowest to the highest seed's median ("[0, 0.25) 0.05-0.07")."""
+    out = []
+    for b in _bins(seed_frames[0]):
+        medians = [float(np.median(v)) for f in seed_frames
+                   for v in [finite(f.loc[f["bin"] == b, "value"])] if len(v)]
+        if medians:
+            out.append(f"{b} {number(min(medians))}" + (f"-{number(max(medians))}" if len(medians) > 1 else ""))
+    return ", ".join(out) or "n = 0"
 
 
 def _bins(frame, column: str = "bin") -> list:

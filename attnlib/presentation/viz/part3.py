@@ -128,21 +128,31 @@ def plot_uniform_comparison(table, *, title: str | None = "test F1: trained vs u
 
 
 @fitted
-def plot_lambda_sweep(frame, *, points: dict | None = None, highlight=None, ax=None, title: str | None = None):
+def plot_lambda_sweep(frame, *, points: dict | None = None, highlight=None, ax=None, title: str | None = None,
+                      spread: dict | None = None):
     """W&P's adversarial-training curve: mean attention JSD against mean output TVD, one point per lambda.
 
     ``frame`` is :attr:`attnlib.adversarial_training.LambdaSweep.frame` (columns ``lambda``,
     ``mean_jsd``, ``mean_tvd``); the points are joined in order of lambda. ``points`` maps a
     label to an extra (jsd, tvd) point drawn on the same axes (the seed-variance and
     uniform-attention models of W&P's Fig. 4); ``highlight`` rings one lambda of the frame.
+    ``spread`` maps a label of ``points`` to the models behind it and its intervals,
+    ``{"points": [(jsd, tvd), ...], "jsd": (low, high), "tvd": (low, high)}`` (either part may be
+    left out): each model is drawn as a small hollow marker, the intervals as error bars.
     """
+    unknown = set(spread or {}) - set(points or {})
+    if unknown:
+        raise ValueError(f"spread names {sorted(unknown)}, which are not labels of points")
     if ax is None:
         fig, ax = plt.subplots(figsize=(6.4, 3.8))
     else:
         fig = ax.figure
     f = frame.sort_values("lambda")
     ax.plot(f["mean_jsd"], f["mean_tvd"], "-o", color="#d62728", lw=1.5, ms=5, label="adversaries (one per lambda)")
-    top = max([float(f["mean_tvd"].max())] + [p[1] for p in (points or {}).values()]) * 1.35 + 1e-3
+    highs = [p[1] for p in (points or {}).values()]
+    for extra in (spread or {}).values():
+        highs += [float(y) for _, y in extra.get("points", [])] + [float(extra["tvd"][1])] * ("tvd" in extra)
+    top = max([float(f["mean_tvd"].max())] + highs) * 1.35 + 1e-3
     groups: list = []  # points whose labels would overlap share one label, "λ = 0.01, 1"
     for lam, x, y in zip(f["lambda"], f["mean_jsd"], f["mean_tvd"]):
         for g in groups:  # a label is about 0.1 JSD wide and 4% of the TVD axis high
@@ -156,8 +166,23 @@ def plot_lambda_sweep(frame, *, points: dict | None = None, highlight=None, ax=N
                     xytext=(-6, 4), ha="right", va="bottom", fontsize=7, color="#d62728")
     markers = iter(["s", "D", "^", "v", "P", "X"])
     colours = iter(["#1f77b4", "#7f7f7f", "#2ca02c", "#9467bd", "#8c564b", "#e377c2"])
+    said_spread = []
     for label, (x, y) in (points or {}).items():
-        ax.plot([x], [y], linestyle="none", marker=next(markers), ms=8, color=next(colours), label=label)
+        marker, colour = next(markers), next(colours)
+        ax.plot([x], [y], linestyle="none", marker=marker, ms=8, color=colour, label=label)
+        extra = (spread or {}).get(label)
+        if not extra:
+            continue
+        each = np.asarray(extra.get("points", []), dtype=float).reshape(-1, 2)
+        if len(each):
+            ax.plot(each[:, 0], each[:, 1], linestyle="none", marker=marker, ms=4, mfc="white", color=colour,
+                    zorder=4, label=f"{short_label(label)}: each model")
+        if "jsd" in extra and "tvd" in extra:
+            (xl, xh), (yl, yh) = extra["jsd"], extra["tvd"]
+            ax.errorbar([x], [y], xerr=[[x - xl], [xh - x]], yerr=[[y - yl], [yh - y]], fmt="none", ecolor=colour,
+                        elinewidth=1, capsize=3, label=f"{short_label(label)}: 95% interval")
+            said_spread.append(f"{short_label(label)}: 95% interval JSD {number(xl)} to {number(xh)}, "
+                               f"TVD {number(yl)} to {number(yh)}")
     if highlight is not None:
         row = f[np.isclose(f["lambda"].to_numpy(dtype=float), float(highlight))]
         if row.empty:
@@ -173,16 +198,20 @@ def plot_lambda_sweep(frame, *, points: dict | None = None, highlight=None, ax=N
     said = (f"Adversaries from λ = {lams[0]:g} to {lams[-1]:g}: mean JSD {ends(f['mean_jsd'])}, "
             f"mean TVD {ends(f['mean_tvd'])}" if len(f) else "No adversaries")
     extra = [f"{short_label(label)}: JSD {number(x)}, TVD {number(y)}" for label, (x, y) in (points or {}).items()]
+    extra += said_spread
     summarise(fig, said + "." + (f" {listing(extra)}." if extra else ""), ax=ax)
     return finish(fig, ax, title, legend=True)
 
 
 @fitted
 def plot_guides(frame, *, metric: str = "test f1", title: str | None = None, ax=None):
-    """W&P's Table 3 as bars: the diagnostic model's score per guide, with the seeds' sd and W&P's F1.
+    """W&P's Table 3 as bars: the diagnostic model's score per guide, with its interval (or the
+    seeds' sd) and W&P's F1.
 
-    ``frame`` is :func:`attnlib.diagnostic.diagnostic_table`'s result (index: guide). Error bars
-    show ``<metric> sd`` when present; ``published f1`` (when present and finite) is a black tick.
+    ``frame`` is :func:`attnlib.diagnostic.diagnostic_table`'s result, or a table over seeds
+    such as :func:`attnlib.presentation.readings.ch09.guide_table`'s (index: guide). Error bars
+    span ``<metric> low`` to ``<metric> high`` (an interval) when present, else ``<metric> sd``;
+    ``published f1`` (when present and finite) is a black tick.
     """
     if metric not in frame.columns:
         raise ValueError(f"metric {metric!r} is not a column of the frame ({', '.join(map(str, frame.columns))})")
@@ -192,7 +221,11 @@ def plot_guides(frame, *, metric: str = "test f1", title: str | None = None, ax=
         fig = ax.figure
     y = np.arange(len(frame))
     values = frame[metric].to_numpy(dtype=float)
-    sd = frame[f"{metric} sd"].to_numpy(dtype=float) if f"{metric} sd" in frame.columns else None
+    if {f"{metric} low", f"{metric} high"} <= set(frame.columns):  # an interval: asymmetric bars
+        low, high = frame[f"{metric} low"].to_numpy(dtype=float), frame[f"{metric} high"].to_numpy(dtype=float)
+        sd = np.vstack([np.clip(values - low, 0, None), np.clip(high - values, 0, None)])
+    else:
+        sd = frame[f"{metric} sd"].to_numpy(dtype=float) if f"{metric} sd" in frame.columns else None
     baseline = values[0]
     colours = ["#bbbbbb"] + ["#2ca02c" if v > baseline else "#d62728" for v in values[1:]]
     ax.barh(y, values, xerr=sd, height=0.6, color=colours, error_kw={"lw": 1, "capsize": 3})

@@ -222,9 +222,11 @@ def plot_pruning_curve(curves: dict, *, reference: dict | None = None, title: st
 
     ``curves``: label -> frame with columns ``fraction`` and ``accuracy`` (e.g.
     :func:`attnlib.head_importance.prune_by_importance`); a frame with ``min`` and ``max``
-    columns (:func:`~attnlib.head_importance.prune_randomly`) is drawn with that range as a
-    band, one with ``low`` and ``high`` with its interval as error bars. ``reference``: label ->
-    a fraction pruned "without noticeable loss" in a paper, drawn as a shaded span from 0.
+    columns (:func:`~attnlib.head_importance.prune_randomly`, or a curve over seeds) is drawn
+    with that range as a band, named in the legend by the frame's ``attrs["band"]`` (default
+    "<label>: range"), one with ``low`` and ``high`` with its interval as error bars.
+    ``reference``: label -> a fraction pruned "without noticeable loss" in a paper, drawn as a
+    shaded span from 0.
     """
     if ax is None:
         fig, ax = plt.subplots(figsize=(6.4, 3.4))
@@ -239,7 +241,7 @@ def plot_pruning_curve(curves: dict, *, reference: dict | None = None, title: st
         line, = ax.plot(frame["fraction"], frame["accuracy"], label=label, **style)
         if {"min", "max"} <= set(frame.columns):
             ax.fill_between(frame["fraction"], frame["min"], frame["max"], color=line.get_color(), alpha=0.2,
-                            lw=0, label=f"{label}: range")
+                            lw=0, label=frame.attrs.get("band", f"{label}: range"))
         elif {"low", "high"} <= set(frame.columns):
             ax.errorbar(frame["fraction"], frame["accuracy"],
                         yerr=[frame["accuracy"] - frame["low"], frame["high"] - frame["accuracy"]],

@@ -231,10 +231,20 @@ def test_models_with_one_seed_are_read_as_one_model():
     assert "over the sentences of one model, both classes together" in ch03.synthetic_tau(stacks)["ch03_syn_far"]
     note = ch03.seeds_note(stacks)
     assert note["ch03_n_seeds"] == 3
-    assert note["ch03_seeded"] == ("over 3 training seeds for rt-polarity lstm+tanh, rt-polarity average+tanh and "
-                                   "imdb average+tanh, from one model for the others")
+    assert note["ch03_seeded"] == ("over 3 training seeds for rt-polarity lstm+tanh and rt-polarity average+tanh, "
+                                   "from one model for the others")
     assert note["ch03_one_model"].startswith(" The other rows of the first table (rt-polarity lstm+dot, ")
     assert "rest on one trained model each" in note["ch03_one_model"]
+    assert "spends the retraining on rt-polarity lstm+tanh and rt-polarity average+tanh, which most" in \
+        note["ch03_one_model"]
+    # IMDB's Average model, one of the paper's rows, on one seed: its verdicts say so
+    ours, paper = _pairs()
+    ours[("imdb", "average")] = stacks[("imdb", "average", "tanh")]
+    out = ch03.comparison(ours, paper)
+    assert out["ch03_imdb_avg_seeds_printed"] == " (from one model)"
+    assert out["ch03_lstm_seeds_printed"].endswith("of the 3 seeds on its own)")
+    row = ch03.paper_table(ours, paper).loc[("imdb", "average+tanh", "τ_g")]
+    assert row["seeds"] == 1 and row["ours vs printed"] == "above / above"
     assert ch03._two_models(np.ones((3, 4)), np.zeros((1, 4)), 0).one_model
 
 

@@ -58,6 +58,23 @@ def test_progress_bars_are_recognised_and_stripped():
     assert [o["output_type"] for o in nb.cells[0].outputs] == ["stream", "execute_result"]
 
 
+def test_stripping_a_bar_drops_its_widget_state_and_keeps_what_is_shown():
+    view = "application/vnd.jupyter.widget-view+json"
+    bar = {"output_type": "display_data", "metadata": {},
+           "data": {view: {"model_id": "b1"}, "text/plain": ["x:  100%|##########| 2/2 [00:02<00:00]"]}}
+    slider = {"output_type": "display_data", "metadata": {}, "data": {view: {"model_id": "a1"}, "text/plain": ["s"]}}
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x")])
+    nb.cells[0].outputs = [nbformat.from_dict(o) for o in (bar, slider)]
+    state = {"b1": {"state": {"layout": "IPY_MODEL_b2", "value": "x: 100%"}}, "b2": {"state": {}},
+             "a1": {"state": {"children": ["IPY_MODEL_a2"]}}, "a2": {"state": {"style": "IPY_MODEL_a3"}},
+             "a3": {"state": {}}}
+    nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": state, "version_major": 2}}
+    assert execute_chapters.strip_progress_bars(nb) == 1
+    assert sorted(nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]) == ["a1", "a2", "a3"]
+    nb.cells[0].outputs = []
+    assert execute_chapters.prune_widget_state(nb) == 3 and "widgets" not in nb.metadata
+
+
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
 def test_a_committed_chapter_shows_no_progress_bar(path):
     """A committed bar is frozen at 0% in JupyterLab, Colab and the built pages: none is kept."""
@@ -66,6 +83,9 @@ def test_a_committed_chapter_shows_no_progress_bar(path):
               for out in cell.get("outputs", []) if execute_chapters.is_progress_bar(out)
               or re.search(r"\d+%\|", "".join(out.get("data", {}).get("text/plain", "")))]
     assert not frozen, f"{path.name}: progress bars committed in cells {frozen}; re-execute with tools/execute_chapters.py"
+    state = nb.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
+    stale = [m for m, w in state.items() if re.search(r"\d+%", str(w.get("state", {}).get("value", "")))]
+    assert not stale, f"{path.name}: a bar's widget state is stored ({len(stale)}); re-execute or prune it"
 
 
 def test_there_are_chapters():

@@ -69,7 +69,36 @@ def strip_progress_bars(nb) -> int:
         kept = [out for out in cell.get("outputs", []) if not is_progress_bar(out)]
         removed += len(cell.get("outputs", [])) - len(kept)
         cell["outputs"] = kept
+    prune_widget_state(nb)
     return removed
+
+
+_WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+_WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def prune_widget_state(nb) -> int:
+    """Drop from the notebook's stored widget state every widget no remaining output shows (the
+    stripped bars' models, with their layouts and styles); the number dropped. What an output
+    shows is its view's model and every model that one names ("IPY_MODEL_<id>"), transitively."""
+    state = nb.metadata.get("widgets", {}).get(_WIDGET_STATE, {}).get("state")
+    if not state:
+        return 0
+    todo = [out["data"][_WIDGET_VIEW]["model_id"] for cell in nb.cells for out in cell.get("outputs", [])
+            if _WIDGET_VIEW in out.get("data", {})]
+    keep: set[str] = set()
+    while todo:
+        model = todo.pop()
+        if model in keep or model not in state:
+            continue
+        keep.add(model)
+        todo += re.findall(r"IPY_MODEL_([0-9a-f]+)", repr(state[model]))
+    dropped = [m for m in state if m not in keep]
+    for m in dropped:
+        del state[m]
+    if not state:
+        del nb.metadata["widgets"]
+    return len(dropped)
 
 
 def execute(path: Path) -> float:

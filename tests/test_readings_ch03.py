@@ -147,7 +147,8 @@ def test_class_gap_names_the_class_when_every_seed_shows_it():
     assert out["ch03_lstm_classes"].startswith("0.10 apart in τ_g (95% interval over seeds and sentences ")
     assert "higher on sentences predicted negative, holds in 3 of 3 seeds" in out["ch03_lstm_classes"]
     assert out["ch03_lstm_widest"] == (
-        "the gap to τ_g is wider on sentences predicted positive (holds in 3 of 3 seeds), where attention agrees least")
+        "the gap to τ_g is wider on sentences predicted positive (holds in 3 of 3 seeds), where attention agrees "
+        "least")
     assert out["ch03_classes_why"].startswith("Where its two predicted classes agree differently")
 
 

@@ -314,8 +314,8 @@ def test_verdict_counts_first_places_and_leaves_out_what_the_table_marks():
     assert out["ch15_sweep"] == ("only attention (the Average model) ranks first (alone or tied) in every "
                                  "column the answer reads")
     assert out["ch15_basis"] == "Every verdict holds over 3 training seeds of each model."
-    assert out["ch15_unlearned_note"] == (" (the answer leaves out the plausibility of the Average model, which "
-                                          "did not learn the rule)")
+    assert out["ch15_unlearned_note"] == ("; the answer leaves out the plausibility of the Average model, which "
+                                          "did not learn the rule")
     assert out["ch15_answer"].endswith(
         "The plausibility of the Average model is left out, since it did not learn the rule (0.510 on sentences "
         "with a negated marker); S&S rt is left out for the BiLSTM and the Average model, since it ranks "
@@ -382,8 +382,8 @@ def test_the_answer_says_a_verdict_shared_by_every_model_once():
         "sentences on every one. The plausibility of the Average model and the transformer is left out, since "
         "neither learned the rule (0.500 and 0.440 on sentences with a negated marker); S&S rt is left out for "
         "the BiLSTM, the Average model and the transformer")
-    assert out["ch15_unlearned_note"] == (" (the answer leaves out the plausibility of the Average model and the "
-                                          "transformer, neither of which learned the rule)")
+    assert out["ch15_unlearned_note"] == ("; the answer leaves out the plausibility of the Average model and the "
+                                          "transformer, neither of which learned the rule")
     one = ch15.verdict({"BiLSTM": _table(beaten), "Average": _table(beaten)},
                        {"BiLSTM": _rule(0.99), "Average": _rule(0.5)}, THREE)["ch15_answer"]
     assert one.startswith("For both models,") and "of the Average model is left out, since it did not" in one

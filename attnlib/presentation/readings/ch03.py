@@ -94,7 +94,8 @@ def agreement_stacks(runs) -> dict[str, np.ndarray]:
     :func:`attnlib.importance.instance_agreement` names them) and ``first``.
     """
     if not hasattr(runs, "stack") or not hasattr(runs, "results"):
-        raise ValueError(f"runs must be importance results over seeds (seeds.run_over_seeds), got {type(runs).__name__}")
+        raise ValueError("runs must be importance results over seeds (seeds.run_over_seeds), "
+                         f"got {type(runs).__name__}")
     frames = {id(r): instance_agreement(r) for r in runs.results}
     columns = ["predicted", *[c for pair in TAUS.items() for c in pair]]
     out = {c: runs.stack(lambda r, c=c: frames[id(r)][c].to_numpy()) for c in columns}
@@ -588,7 +589,8 @@ def class_gap(stacks: Mapping, *, seed: int = 0) -> dict[str, Any]:
                      "between the classes beyond noise" if not tau.differs else ""))
     else:
         widest = (f"that gap is the same on both predicted classes within noise (their difference "
-                  f"{gap.difference.estimate:+.2f}, {_interval_words(gap)}), so no class is where attention agrees least")
+                  f"{gap.difference.estimate:+.2f}, {_interval_words(gap)}), so no class is where attention "
+                  "agrees least")
     return {
         "ch03_lstm_classes": f"{size:.2f} apart in τ_g ({_interval_words(tau)} for negative minus positive; "
         f"{tau_said}, {_seeds(tau)})",
@@ -679,7 +681,8 @@ def summary(stacks: Mapping, *, seed: int = 0) -> dict[str, Any]:
         _check_stacks(s, f"stacks[{key}]")
         counts.add(_n_seeds(s))
         better += all(
-            uncertainty.compare_over_seeds(_values(s, "tau_g_vs_loo", c), _values(s, t, c), seed=seed).verdict == "higher"
+            uncertainty.compare_over_seeds(_values(s, "tau_g_vs_loo", c), _values(s, t, c), seed=seed).verdict
+            == "higher"
             for c in (0, 1) for t in ("tau_g", "tau_loo")
         )
     over = ("over the sentences of one model each" if counts == {1} else
@@ -844,7 +847,8 @@ def recovery_stacks(runs, split) -> dict[str, np.ndarray]:
 
     ``runs``: the importance results over seeds on ``split``, a split with rationales."""
     if not hasattr(runs, "stack") or not hasattr(runs, "results"):
-        raise ValueError(f"runs must be importance results over seeds (seeds.run_over_seeds), got {type(runs).__name__}")
+        raise ValueError("runs must be importance results over seeds (seeds.run_over_seeds), "
+                         f"got {type(runs).__name__}")
     if getattr(split, "rationales", None) is None:
         raise ValueError("split has no rationales (only the synthetic data set has them)")
 

@@ -571,8 +571,8 @@ def verdict(ranked: dict, learned: dict, n_seeds: dict) -> dict[str, Any]:
     unlearned = [f for f, r in rows.items() if r.dropped.get(_PLAUSIBILITY) == _UNLEARNED]
     verb = {1: "which did not learn the rule", 2: "neither of which learned the rule"}.get(
         len(unlearned), "none of which learned the rule")
-    out["ch15_unlearned_note"] = (f" (the answer leaves out the plausibility of "
-                                  f"{listed(_model_name(f) for f in unlearned)}, {verb})" if unlearned else "")
+    out["ch15_unlearned_note"] = (f"; the answer leaves out the plausibility of "
+                                  f"{listed(_model_name(f) for f in unlearned)}, {verb}" if unlearned else "")
     out["ch15_answer"] = _answer(rows, learned, basis, ranked)
     out["ch15_sweep"] = (
         "no method ranks first (alone or tied) in every column the answer reads, for any model"

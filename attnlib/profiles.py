@@ -68,6 +68,9 @@ class IdentifiabilitySizes:
     #: rt-polarity training sentences for the pretrained model's classifier head and for the
     #: token-identity probes (scored on the analysed test sentences); None = all
     probe_train_sentences: int | None = None
+    #: of the analysed test sentences longer than the head dimension, how many the
+    #: alternatives' reach is measured on (the first, in test order); None = all
+    reach_sentences: int | None = None
 
 
 @dataclass(frozen=True)
@@ -263,12 +266,13 @@ PROFILES: dict[str, Profile] = {
             diagnostic_datasets=("rt-polarity",),
         ),
         transformer=TransformerSizes(epochs=3),
-        identifiability=IdentifiabilitySizes(sentences=400, imdb=64, probe_train_sentences=600),
+        identifiability=IdentifiabilitySizes(sentences=400, imdb=32, probe_train_sentences=600,
+                                             reach_sentences=64),
         heads=HeadSizes(
             instances=100,
-            permutations=5,  # x 3 seeds' models: 1,500 permuted runs per scope
-            random_orders=2,  # x 3 seeds: 6 random orders in the band
-            adversary_instances=24,
+            permutations=3,  # x 3 seeds' models: 900 permuted runs per scope
+            random_orders=1,  # x 3 seeds: 3 random orders in the band
+            adversary_instances=16,
             adversary_k=3,
             adversary_steps=80,
             adversary_lr=0.05,

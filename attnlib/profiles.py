@@ -149,15 +149,17 @@ class CapstoneSizes:
 
 @dataclass(frozen=True)
 class AuditSizes:
-    """Chapter 16's sizes: the audit of MiniLM on a reader's texts."""
+    """Chapter 16's sizes: a fine-tuned MiniLM classifier audited on a reader's texts."""
 
-    #: rt-polarity reviews written to the reader's CSV (80% train the head, 10% are audited)
-    texts: int = 600
-    #: audited test reviews (a seeded stratified subset; None: the whole test split)
-    instances: int | None = 24
+    #: rt-polarity reviews the chapter's classifier head is trained on (attnlib.models.pretrained.fine_tune_head)
+    train_texts: int = 1600
+    #: other rt-polarity reviews written to the reader's CSV (the audit reads all of them)
+    texts: int = 200
+    #: audited reviews (a seeded stratified subset; None: every one), as attnlib.audit's default
+    instances: int | None = 48
     #: permutations per review and head, and the reviews they run on (None: every audited one)
     permutations: int = 5
-    permutation_instances: int | None = 12
+    permutation_instances: int | None = 16
 
 
 @dataclass(frozen=True)
@@ -305,7 +307,7 @@ PROFILES: dict[str, Profile] = {
                                    "synthetic-long": ("average",)}),
         # all of IMDB's reviews through MiniLM, cropped; the probes see 3,000 training sentences
         identifiability=IdentifiabilitySizes(probe_train_sentences=3000),
-        audit=AuditSizes(texts=8000, instances=None, permutations=100, permutation_instances=None),
+        audit=AuditSizes(train_texts=6000, texts=2000, instances=None, permutations=100, permutation_instances=None),
         description="Jain & Wallace's sizes: full data, full test splits (GPU recommended)",
     ),
 }

@@ -409,13 +409,19 @@ def ranks_from_wins(wins) -> np.ndarray:
 
 
 def rank(scores: dict, *, higher_is_better: bool = True, level: float = LEVEL, resamples: int = RESAMPLES,
-         seed: int = 0):
+         seed: int = 0, correction: str | None = None):
     """Rank methods scored on the same instances, with ties where noise cannot order them.
 
     ``scores``: name -> per-instance values (all the same length: the same instances). Each
     method's rank is 1 + the number of methods better than it beyond noise (the paired interval
     of the difference excludes 0), so methods that no other beats share rank 1, and a rank is
     never claimed from a difference the data cannot support.
+
+    ``correction="holm"``: the M(M-1)/2 pairwise differences are tested together, each by its
+    two-sided bootstrap p-value (twice the smaller share of resampled differences on either side
+    of 0), with Holm's step-down correction at family-wise level 1 - ``level`` (:func:`holm`),
+    instead of each pair's own interval: a table of many methods then claims no order that
+    chance among its many pairs would give.
 
     Returns a DataFrame indexed by name, best first: ``mean``, ``low``, ``high`` (the method's
     own interval), ``rank`` and ``tied`` (True where another method has the same rank).
@@ -434,10 +440,21 @@ def rank(scores: dict, *, higher_is_better: bool = True, level: float = LEVEL, r
     # every column and every pairwise difference, resampled on the same rows
     pairs = [(i, j) for i in range(k) for j in range(i + 1, k)]
     diffs = np.stack([table[:, i] - table[:, j] for i, j in pairs], axis=1) if pairs else np.empty((len(table), 0))
+    if correction not in (None, "holm"):
+        raise ValueError(f"correction must be None or 'holm', got {correction!r}")
     intervals = bootstrap(np.concatenate([table, diffs], axis=1), level=level, resamples=resamples, seed=seed)
+    differs = None
+    if correction == "holm" and pairs:
+        valid = ~np.isnan(diffs)
+        draws = _resampled_means(diffs, valid, resamples, seed)
+        with np.errstate(invalid="ignore"):
+            p = np.minimum(1.0, 2 * np.minimum(np.nanmean(draws <= 0, axis=0), np.nanmean(draws >= 0, axis=0)))
+        differs = holm(p, alpha=1 - level)
     wins = np.zeros((k, k), dtype=bool)  # wins[i, j]: method i is better than method j beyond noise
-    for (i, j), d in zip(pairs, intervals[k:]):  # d: mean_i - mean_j
+    for q, ((i, j), d) in enumerate(zip(pairs, intervals[k:])):  # d: mean_i - mean_j
         above, below = d.low > 0, d.high < 0
+        if differs is not None:
+            above, below = bool(differs[q]) and d.estimate > 0, bool(differs[q]) and d.estimate < 0
         if above if higher_is_better else below:
             wins[i, j] = True
         elif below if higher_is_better else above:
@@ -487,7 +504,7 @@ def rank_columns(columns: dict, higher_is_better: dict, **settings) -> RankedTab
 
     Each column is ranked on its own instances (methods of one column share them); a method
     missing from a column (it does not apply) gets NaN there. ``higher_is_better``: column ->
-    bool. ``settings`` go to :func:`rank` (level, resamples, seed).
+    bool. ``settings`` go to :func:`rank` (level, resamples, seed, correction).
     """
     import pandas as pd
 

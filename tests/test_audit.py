@@ -38,14 +38,14 @@ def _check_intervals(table, metric):
 
 
 def test_audit_of_a_checkpoint_on_a_csv(tiny_bert_checkpoint, reviews_csv):
-    ds = load_texts(reviews_csv, text="review", label="score")  # the splits the audit uses
-    n_test, n_train = len(ds.test), len(ds.train)
-    with pytest.warns(UserWarning, match=f"only {n_test} instances"):
-        report = audit(str(tiny_bert_checkpoint), reviews_csv, text="review", label="score", n_permutations=5,
-                       ig_steps=4, progress=False)
-    assert isinstance(report, AuditReport) and report.n_instances == n_test  # load_texts' test split
+    # an encoder without a head: one is fitted on a stratified half of the 30 texts, the other half is audited
+    report = audit(str(tiny_bert_checkpoint), reviews_csv, text="review", label="score", n_permutations=5,
+                   ig_steps=4, progress=False)
+    n_test = 15
+    assert isinstance(report, AuditReport) and report.n_instances == n_test
+    assert report.notes[0].startswith("the model has no classifier head") and "other 15 are audited" in report.notes[0]
+    assert report.notes[1].startswith("the head was fitted on 15 texts")
     assert list(report.tables) == ["summary", "identifiability", "permutation", "faithfulness"]
-    assert any(f"head was fitted on {n_train} training texts" in n for n in report.notes)
     assert any(n.startswith("plausibility") for n in report.notes)
     ident = report.tables["identifiability"]
     assert len(ident) == 4 and ident["null space (share)"].between(0, 1).all()  # 2 layers x 2 heads
@@ -71,8 +71,9 @@ def test_audit_of_a_checkpoint_on_a_csv(tiny_bert_checkpoint, reviews_csv):
     with pytest.raises(ValueError, match="no table"):
         report.readable("plausibility")
     fig = viz.plot_audit(report, title="tiny BERT")
-    labels = [ax.get_ylabel() for ax in fig.axes]
-    assert "median TVD under permutation" in labels and "raw vs effective attention (mean r)" in labels
+    labels = [ax.get_ylabel() for ax in fig.axes] + [t.get_text() for ax in fig.axes for t in ax.texts]
+    assert any(t.startswith("median TVD under permutation\n(scale 0 to ") for t in labels)
+    assert any(t.startswith("raw vs effective attention (mean r)") for t in labels)  # a colour bar, or a value
     matplotlib.pyplot.close(fig)
 
 
@@ -101,3 +102,37 @@ def test_audit_errors_say_what_to_do(tiny_model, tiny_dataset, reviews_csv, tiny
         audit(object(), batch)
     with pytest.raises(ValueError, match="n_permutations"):
         audit(clf, batch, n_permutations=0)
+
+
+def _flat_report(tvd, r):
+    """A report whose permutation TVDs are ``tvd`` and whose raw-vs-effective r are ``r`` (per head)."""
+    n = len(tvd)
+    index = pd.MultiIndex.from_tuples([(0, h) for h in range(n)], names=["layer", "head"])
+    tables = {"permutation": pd.DataFrame({"median TVD": tvd, "low": tvd, "high": tvd, "flipped (share)": 0.0},
+                                          index=index)}
+    if r is not None:
+        tables["identifiability"] = pd.DataFrame({"raw vs effective r (mean)": r}, index=index)
+    faith = {}
+    for m, v in (("attention", 0.2), ("random", 0.1)):
+        faith[m] = {"comprehensiveness": v, "comprehensiveness low": v - 0.05, "comprehensiveness high": v + 0.05,
+                    "comprehensiveness rank": "1=", "sufficiency": v, "sufficiency low": v - 0.05,
+                    "sufficiency high": v + 0.05, "sufficiency rank": "1="}
+    tables["faithfulness"] = pd.DataFrame.from_dict(faith, orient="index")
+    return AuditReport(model="m", n_instances=10, tables=tables, notes=[], settings={})
+
+
+def test_the_audit_figure_writes_a_value_where_a_heatmap_would_be_flat():
+    from attnlib.presentation.viz.part4 import AUDIT_TVD_FLOOR
+
+    fig = viz.plot_audit(_flat_report([1e-5, 2e-5, 3e-5, 4e-5], [1.0] * 4))
+    texts = [t.get_text() for ax in fig.axes for t in ax.texts]
+    assert any("every one of the 4 heads: 1" in t for t in texts)  # r = 1 everywhere: a value, no blank heatmap
+    images = [im for ax in fig.axes for im in ax.get_images()]
+    assert len(images) == 1 and images[0].get_clim() == (0.0, AUDIT_TVD_FLOOR)  # tiny TVDs stay pale
+    bars = [ax.get_ylabel() for ax in fig.axes if "scale" in ax.get_ylabel()]
+    assert bars and "scale 0 to 0.01" in bars[0]
+    matplotlib.pyplot.close(fig)
+    one = viz.plot_audit(_flat_report([0.3], None))  # J&W's one site: a value, not a 1x1 heatmap
+    assert not [im for ax in one.axes for im in ax.get_images()]
+    assert any("the one attention: 0.3" in t.get_text() for ax in one.axes for t in ax.texts)
+    matplotlib.pyplot.close(one)

@@ -128,6 +128,29 @@ def test_rank_ties_what_noise_cannot_order():
     assert list(same["rank"]) == [1, 1]
 
 
+def test_rank_with_holm_claims_no_order_that_chance_among_many_pairs_gives():
+    rng = np.random.default_rng(3)
+    base = rng.normal(0, 1, 60)
+    noise = {f"m{i}": base + rng.normal(0, 0.3, 60) for i in range(8)}  # 8 methods, one true mean: 28 pairs
+    plain = U.rank(noise, seed=1)
+    corrected = U.rank(noise, seed=1, correction="holm")
+    assert plain["rank"].max() > 1  # some pair's own interval excludes 0 by chance
+    assert list(corrected["rank"]) == [1] * 8  # Holm over the 28 pairs: no order
+    clear = dict(noise, best=base + 2.0 + rng.normal(0, 0.3, 60))  # a real difference survives the correction
+    table = U.rank(clear, seed=1, correction="holm")
+    assert table.index[0] == "best" and table.loc["best", "rank"] == 1 and (table["rank"].drop("best") == 2).all()
+    # the p-values, independently: the same resampled rows, Holm by hand
+    pairs = [("best", m) for m in noise]
+    idx = np.random.default_rng(1).integers(0, 60, size=(2000, 60))
+    p = [min(1.0, 2 * min(np.mean(d <= 0), np.mean(d >= 0)))
+         for d in ((clear[a] - clear[b])[idx].mean(1) for a, b in pairs)]
+    assert max(p) < 0.05 / 8
+    with pytest.raises(ValueError, match="correction"):
+        U.rank(noise, correction="bonferroni")
+    columns = U.rank_columns({"x": noise}, {"x": True}, seed=1, correction="holm")
+    assert (columns.ranks["x"] == 1).all()
+
+
 def test_seed_interval_is_students_t():
     x = np.array([0.71, 0.74, 0.69, 0.73])
     iv = U.seed_interval(x)

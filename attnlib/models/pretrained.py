@@ -878,9 +878,14 @@ def fine_tune_head(folder, texts: Sequence[str], labels, *, base=None, classes: 
         raise ValueError(f"folder {str(target)!r} is a file")
     path = minilm_path() if base is None else str(base)
     _check_folder(path)
-    classifier = transformers.AutoModelForSequenceClassification.from_pretrained(
-        path, num_labels=C, id2label=dict(enumerate(classes)), label2id={c: k for k, c in enumerate(classes)},
-        attn_implementation="eager", local_files_only=True).eval()
+    verbosity = transformers.logging.get_verbosity()
+    transformers.logging.set_verbosity_error()  # its report lists the new head as missing: it is what we train
+    try:
+        classifier = transformers.AutoModelForSequenceClassification.from_pretrained(
+            path, num_labels=C, id2label=dict(enumerate(classes)), label2id={c: k for k, c in enumerate(classes)},
+            attn_implementation="eager", local_files_only=True).eval()
+    finally:
+        transformers.logging.set_verbosity(verbosity)
     linear = getattr(classifier, "classifier", None)
     if not isinstance(linear, nn.Linear):
         raise ValueError(f"{type(classifier).__name__}'s head is not one linear layer: fine_tune_head trains "

@@ -3,11 +3,13 @@
 Each function takes the chapter's :class:`attnlib.experiments.audit.AuditReport` (and what it
 needs besides) and returns ``{glued name: value}`` for :func:`attnlib.presentation.glue.glue_all`.
 
-The audited model is one model: MiniLM's published checkpoint with a classifier head fitted by
-L2-regularised logistic regression, a convex fit whose seed moves the result only within the
-solver's tolerance (:meth:`attnlib.models.PretrainedClassifier.fit_head`). There is no training
-seed to vary, so the audit's intervals carry the noise of the audited reviews, and its verdicts
-are about this one classifier.
+The audited model is one model: a classifier checkpoint the chapter makes and loads back from
+its folder, MiniLM's published encoder with its ``BertForSequenceClassification`` head trained on
+other reviews by L2-regularised softmax regression with the encoder frozen, a convex fit whose
+seed moves the result only within the solver's tolerance
+(:func:`attnlib.models.pretrained.fine_tune_head`). There is no training seed to vary, so the
+audit's intervals carry the noise of the audited reviews, and its verdicts are about this one
+classifier.
 """
 from __future__ import annotations
 
@@ -38,7 +40,7 @@ def _head(site) -> str:
 def classifier(report) -> dict[str, Any]:
     """The audited classifier's accuracy on the audited reviews, and what it means for the audit.
 
-    ``ch16_acc`` (with ``_low``, ``_high``: the 95% bootstrap interval over the reviews),
+    ``ch16_acc`` (with ``_low``, ``_high``: Wilson's 95% interval over the reviews),
     ``ch16_n``, ``ch16_acc_span`` (the interval's width in points) and ``ch16_acc_meaning``: where
     the interval reaches chance (0.5, two balanced labels), the classifier is not shown to beat a
     coin on these reviews, and the audit explains the decisions of a classifier that may be

@@ -397,13 +397,20 @@ def plot_layer_correlations(table, *, measures: dict | None = None, title: str |
     return fig
 
 
+#: the least top of the audit's TVD colour scale: smaller TVDs are drawn pale, not stretched to full colour
+AUDIT_TVD_FLOOR = 0.01
+
+
 @fitted
 def plot_audit(report, *, title: str | None = None):
     """The figure of an attention audit (:func:`attnlib.experiments.audit.audit`).
 
     Top: per head (layer x head), J&W's median TVD of the output when the head's attention is
     permuted, and (transformers) the mean correlation between raw and effective attention
-    (1: nothing of the attention lies in the head's null space). Bottom:
+    (1: nothing of the attention lies in the head's null space). The TVD scale runs from 0 to at
+    least :data:`AUDIT_TVD_FLOOR`, so that differences of a few 1e-5 do not fill the colour
+    range; each colour bar states its range. One site (J&W's classifier) and an r that is the
+    same at every head are written as a value, not drawn as a flat heatmap. Bottom:
     every explanation's ERASER AOPC comprehensiveness (higher is better) and sufficiency
     (lower is better), means with 95% bootstrap intervals, best first.
     """
@@ -420,15 +427,29 @@ def plot_audit(report, *, title: str | None = None):
     for k, (name, series) in enumerate(grids.items()):
         ax = fig.add_subplot(grid[0, k] if len(grids) > 1 else grid[0, :])
         m = series.unstack("head").to_numpy(dtype=float)
+        finite = m[np.isfinite(m)]
+        if m.size == 1 or (finite.size and np.ptp(finite) < 1e-6 and name.startswith("raw")):
+            # one site (J&W's classifier), or every head the same r: a value, not a colour field
+            ax.axis("off")
+            where = "the one attention" if m.size == 1 else f"every one of the {m.size} heads"
+            value = number(float(finite[0])) if finite.size else "n/a"
+            ax.text(0.5, 0.5, f"{name}\n{where}: {value}", ha="center", va="center", fontsize=9,
+                    transform=ax.transAxes)
+            said.append(f"{name}: {value} at {where}")
+            continue
         low = float(np.nanmin(m)) if name.startswith("raw") else 0.0  # r: its own range, TVD: from 0
-        im = ax.imshow(m, cmap=ATTENTION_CMAP, vmin=low, vmax=max(float(np.nanmax(m)), low + 1e-9), aspect="auto")
+        high = float(np.nanmax(m))
+        if not name.startswith("raw"):
+            high = max(high, AUDIT_TVD_FLOOR)  # TVDs near 0 stay pale: noise must not read as structure
+        im = ax.imshow(m, cmap=ATTENTION_CMAP, vmin=low, vmax=high, aspect="auto")
         step = 1 if m.shape[1] <= 8 else 2
         ax.set_xticks(range(0, m.shape[1], step), [str(h + 1) for h in range(0, m.shape[1], step)], fontsize=8)
         ax.set_yticks(range(m.shape[0]), [str(layer + 1) for layer in range(m.shape[0])], fontsize=8)
         ax.set_xlabel("head", fontsize=9)
         ax.set_ylabel("layer", fontsize=9)
         bar = fig.colorbar(im, ax=ax, fraction=0.05, pad=0.03)
-        bar.set_label(name, fontsize=8)
+        bar.formatter.set_useOffset(False)
+        bar.set_label(f"{name}\n(scale {number(low)} to {number(high)})", fontsize=8)
         bar.ax.tick_params(labelsize=8)
         if np.isfinite(m).any():
             i, j = np.unravel_index(np.nanargmax(m), m.shape)  # drawn 1-based

@@ -816,8 +816,9 @@ class SeedComparison:
 
     def seeds_text(self) -> str:
         """How the seeds bear it out, for a sentence: ``"holds in 3 of 3 seeds"``, ``"holds in 2 of 3
-        seeds"``, ``"beyond noise in 1 of 3 seeds alone"``, ``"one higher, one lower"``, or
-        ``"from one model"``."""
+        seeds"`` (seeds beyond noise on their own), ``"beyond noise pooled over 3 seeds, 3 of which
+        point that way, none beyond noise alone"`` (a verdict only the pooling reaches), ``"beyond
+        noise in 1 of 3 seeds alone"``, ``"one higher, one lower"``, or ``"from one model"``."""
         if self.one_model:
             return "from one model"
         n = self.n_seeds
@@ -825,7 +826,11 @@ class SeedComparison:
             return (f"{self.seeds_showing('higher')} of {n} seeds higher, "
                     f"{self.seeds_showing('lower')} lower, each beyond noise")
         if self.verdict in ("higher", "lower"):
-            return f"holds in {self.support} of {n} seeds"
+            if self.support:
+                return f"holds in {self.support} of {n} seeds"
+            pointing = sum((c.difference.estimate > 0) if self.verdict == "higher" else (c.difference.estimate < 0)
+                           for c in self.per_seed)
+            return f"beyond noise pooled over {n} seeds, {pointing} of which point that way, none beyond noise alone"
         shown = max(("higher", "lower"), key=self.seeds_showing)
         k = self.seeds_showing(shown)
         return f"beyond noise in {k} of {n} seeds alone" if k else f"in none of {n} seeds alone"

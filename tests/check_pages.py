@@ -254,13 +254,49 @@ async () => {
     catch (e) { /* judged by naturalWidth below */ }
     // the width the figure was drawn for (a 2x "retina" PNG says so in its width attribute)
     const drawn = parseFloat(img.style.width) || parseFloat(img.getAttribute("width")) || img.naturalWidth;
-    out.push({src: img.getAttribute("src") || "", w: img.naturalWidth, drawn: drawn,
-              shown: img.getBoundingClientRect().width,
+    const box = img.getBoundingClientRect();
+    out.push({src: img.getAttribute("src") || "", w: img.naturalWidth, h: img.naturalHeight, drawn: drawn,
+              shown: box.width, shownHeight: box.height,
               ok: img.complete && img.naturalWidth > 0,
+              // a link that opens the image itself, full size (the book wraps its figures in one)
+              opens: (() => { const a = img.closest("a"); return !!a && !!img.getAttribute("src") &&
+                       a.href === new URL(img.getAttribute("src"), document.baseURI).href; })(),
               // the page's own content, not the theme's (launch-button logos)
               content: img.closest("article, .bd-article") !== null});
   }
   return out;
+}
+"""
+
+#: Tables wider than their box: each must scroll inside a box that shows a scroll cue (the book's
+#: CSS draws a shadow at the edge that hides content); ``cue`` False where it does not.
+_CUT_TABLES_JS = r"""
+() => {
+  const out = [];
+  for (const table of document.querySelectorAll(".bd-article table")) {
+    let box = table.parentElement;
+    while (box && box !== document.body && getComputedStyle(box).overflowX === "visible") box = box.parentElement;
+    if (!box || box === document.body) continue;
+    if (table.scrollWidth <= box.clientWidth + 1) continue;
+    const style = getComputedStyle(box);
+    const scrolls = style.overflowX === "auto" || style.overflowX === "scroll";
+    out.push({cue: scrolls && style.backgroundImage.includes("gradient"),
+              text: (table.textContent || "").replace(/\s+/g, " ").trim().slice(0, 50),
+              wide: table.scrollWidth, box: box.clientWidth});
+  }
+  return out;
+}
+"""
+
+#: Widget controls that reach past the article's right edge (a phone: issue 51).
+_WIDE_WIDGETS_JS = r"""
+() => {
+  const article = document.querySelector(".bd-article");
+  if (!article) return [];
+  const right = article.getBoundingClientRect().right + 1;
+  return Array.from(article.querySelectorAll(".widget-inline-hbox, .widget-dropdown, .widget-slider, .widget-toggle-buttons"))
+    .filter((el) => el.getBoundingClientRect().width > 0 && el.getBoundingClientRect().right > right)
+    .map((el) => (el.textContent || el.className).replace(/\s+/g, " ").trim().slice(0, 50));
 }
 """
 
@@ -449,6 +485,8 @@ def _check_page(context, server: _Server, html_dir: Path, page: str, screenshot_
                 res.failures.append(f"image did not load: {img['src'][:120]}")
         if res.is_chapter and not any(i["content"] for i in images):
             res.failures.append("chapter page has no figure (every chapter shows at least one image)")
+        res.failures += _image_failures(images, "")
+        res.failures += _table_failures(pg.evaluate(_CUT_TABLES_JS), "")
         # The figures' text as the page draws it: attnlib.viz draws nothing under MIN_FONT_PT
         # (7 pt: 9.7 px at matplotlib's 100 dpi), so a figure shown at `shown` px of the `drawn`
         # px it was made for shows its smallest text at 9.7 * shown / drawn px.
@@ -512,6 +550,23 @@ def _close_sidebar(pg, timeout_ms: int) -> str | None:
     return None
 
 
+def _image_failures(images: list, where: str) -> list[str]:
+    """A distorted figure (drawn at another aspect ratio than its PNG's)."""
+    out = []
+    for img in images:
+        if img["ok"] and img["content"] and img["h"] > 0 and img["shownHeight"] > 0 and img["shown"] > 0:
+            natural, shown = img["w"] / img["h"], img["shown"] / img["shownHeight"]
+            if abs(shown / natural - 1) > 0.02:
+                out.append(f"{where}distorted figure: shown at {shown:.2f} width/height, drawn at {natural:.2f}: "
+                           f"{img['src'][:80]}")
+    return out
+
+
+def _table_failures(tables: list, where: str) -> list[str]:
+    return [f"{where}table cut without a scroll cue ({t['wide']}px in a {t['box']}px box): {t['text']!r}"
+            for t in tables if not t["cue"]]
+
+
 def _check_phone(context, server: _Server, res: PageResult, screenshot_dir: Path | None,
                  timeout_ms: int) -> None:
     """Open the page in a phone-sized window (``context``); add what fails there to ``res``."""
@@ -565,6 +620,19 @@ def _check_phone(context, server: _Server, res: PageResult, screenshot_dir: Path
                 f"window): widest element {wide['name']} reaches {wide['right']}px: {wide['text']!r}"
             )
         shot("")
+        # Figures keep their shape; text under 9 px only where a tap opens the figure full size
+        # (the book's CSS and figure links); tables wider than the column scroll with a cue; no
+        # control runs past the column.
+        images = pg.evaluate(_IMAGES_JS)
+        res.failures += _image_failures(images, f"{where} ")
+        for img in images:
+            if img["ok"] and img["content"] and img["drawn"] > 0 and img["shown"] > 0:
+                smallest = MIN_FIGURE_TEXT_PX_DRAWN * img["shown"] / img["drawn"]
+                if smallest < MIN_FIGURE_TEXT_PX and not img["opens"]:  # a tap opens it full size: fine
+                    res.failures.append(f"{where} figure text {smallest:.1f} px (shown at {img['shown']:.0f} of "
+                                        f"{img['drawn']:.0f} px): under {MIN_FIGURE_TEXT_PX} px: {img['src'][:80]}")
+        res.failures += _table_failures(pg.evaluate(_CUT_TABLES_JS), f"{where} ")
+        res.failures += [f"{where} a widget control runs past the column: {w!r}" for w in pg.evaluate(_WIDE_WIDGETS_JS)]
 
         why = _open_sidebar(pg, PRIMARY_TOGGLE, CHAPTER_LINKS, "chapter list (☰)", timeout_ms=5000)
         if why:

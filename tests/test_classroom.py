@@ -36,8 +36,13 @@ def _read(path):
     return nbformat.read(path, as_version=4)
 
 
+_FENCE = re.compile(r"```python\n(.*?)\n```", re.S)
+
+
 def _solution_sources(nb):
-    return [c.source for c in nb.cells if c.cell_type == "code" and "solution" in _tags(c)]
+    """Each folded solution's code: the python block of a markdown cell tagged ``solution`` (a
+    solution is never a code cell, so that Run-all cannot run it over the reader's answer)."""
+    return [_FENCE.search(c.source).group(1) for c in nb.cells if c.cell_type == "markdown" and "solution" in _tags(c)]
 
 
 def solved(path):
@@ -68,9 +73,10 @@ def test_each_exercise_has_a_starter_a_solution_and_a_check(path):
     nb = _read(path)
     exercises = grade.exercises_of(nb)
     assert exercises, "a chapter without exercises"
-    tagged = {t: sum(t in _tags(c) and c.cell_type == "code" for c in nb.cells)
-              for t in ("exercise", "solution", "exercise-check")}
+    tagged = {t: sum(t in _tags(c) and c.cell_type == "code" for c in nb.cells) for t in ("exercise", "exercise-check")}
     assert tagged == dict.fromkeys(tagged, len(exercises))
+    assert len(_solution_sources(nb)) == len(exercises)
+    assert not any("solution" in _tags(c) for c in nb.cells if c.cell_type == "code")  # no solution runs
     assert len({e.checker for e in exercises}) == len(exercises)  # a verdict names its exercise
     assert len({e.label for e in exercises}) == len(exercises)
 
@@ -198,13 +204,15 @@ def test_reference_solutions_pass_every_exercise_of_every_chapter(tmp_path):
     assert error == "NameError: name 'both' is not defined"
     assert all(v is not None and v.passed for v in verdicts.values()), verdicts
     assert all("correct on" in v.message for v in verdicts.values())
-    # the verdicts judged outside the kernel are the lines the chapters' check cells print
+    # a committed chapter ran no solution: each check cell prints the starter's verdict, as a
+    # reader's first Run-all does (tests/test_classroom.py::test_run_all_checks_the_readers_answer_not_the_solution)
     for path in CHAPTERS:
         for cell in _read(path).cells:
             if "exercise-check" in _tags(cell):
                 checker = grade._CHECK_CALL.search(cell.source).group(1)
                 printed = "".join(o.get("text", "") or o.get("data", {}).get("text/plain", "") for o in cell.outputs)
-                assert printed.strip() == verdicts[checker].message, (path.name, checker)
+                assert printed.strip().endswith("not implemented yet (the starter still raises NotImplementedError)."), \
+                    (path.name, checker, printed)
 
 
 def test_the_unsolved_student_edition_runs_and_fails_every_exercise_of_every_chapter(tmp_path):
@@ -395,24 +403,74 @@ def test_match_chapter_by_name_or_number():
     assert grade.match_chapter("99_x.ipynb", refs) is None
 
 
-def test_every_solution_opens_from_its_title():
-    """The book's toggle of a solution bears its title (tools/solution_toggles.py), numbered as
-    the markdown line that plain front ends show above it."""
-    import solution_toggles
-
+def test_every_solution_is_folded_under_its_title_and_numbered_as_its_exercise():
+    """A solution is a markdown cell: a <details> block titled "Solution N.M: open it once you
+    have tried" (folded in the book, JupyterLab and Colab alike) holding the code, in the
+    exercise's own place (after its starter, before its check)."""
     for path in CHAPTERS:
         nb = _read(path)
-        number = None
-        codes = 0
-        for cell in nb.cells:
+        for i, cell in enumerate(nb.cells):
             if "solution" not in _tags(cell):
                 continue
-            if cell.cell_type == "markdown":
-                number = re.match(r"^\*Solution (\d+\.\d+)\*", cell.source).group(1)
-                assert "remove-cell" in _tags(cell), (path.name, number)
-            elif "hide-input" in _tags(cell):
-                assert cell.metadata.get("mystnb") == solution_toggles.prompts(number), (path.name, number)
-                assert number.split(".")[0] == str(int(path.name[:2])), (path.name, number)
-                codes += 1
-        assert codes == sum("exercise" in _tags(c) for c in nb.cells), path.name
-    assert solution_toggles.main(["--check"]) == 0
+            title = re.match(r"^<details>\n<summary>Solution (\d+\.\d+): open it once you have tried</summary>", cell.source)
+            assert title and cell.source.rstrip().endswith("</details>"), (path.name, cell.source[:80])
+            assert title.group(1).split(".")[0] == str(int(path.name[:2])), (path.name, title.group(1))
+            assert "exercise" in _tags(nb.cells[i - 1]) and "exercise-check" in _tags(nb.cells[i + 1]), path.name
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_run_all_checks_the_readers_answer_not_the_solution(path):
+    """Run-all (or Shift-Enter down the page) from the first exercise on, with a reader's wrong
+    answer in each starter: every check reports that answer, never the folded solution's. Each
+    solution, pasted in, passes its check (the solutions stay tested)."""
+    import numpy as np
+
+    nb = _read(path)
+    first = next(i for i, c in enumerate(nb.cells) if grade.is_exercise_start(c))
+    solutions = iter(_solution_sources(nb))
+    namespace = {"np": np}
+    for i in grade.setup_cells(nb)[1:]:  # the parameters and the imports (not the Colab install cell)
+        exec(nb.cells[i].source, namespace)
+    checked = 0
+    for cell in nb.cells[first:]:
+        if cell.cell_type != "code" or "prose" in _tags(cell):
+            continue
+        if "exercise" in _tags(cell):
+            solution = next(solutions)
+            name = next(n.name for n in ast.parse(cell.source).body if isinstance(n, ast.FunctionDef))
+            try:
+                exec(solution, namespace)
+            except NameError as err:  # Chapter 7's demonstration on the chapter's own results (`both`)
+                assert "'both'" in str(err) and name in namespace, (path.name, err)
+            right = namespace[name]
+            exec(cell.source, namespace)  # the starter, as the page runs it
+            starter = namespace[name]
+            namespace[name] = _wrong(right)  # the reader's attempt: the right answer, off by a little
+        elif "exercise-check" in _tags(cell):
+            said = eval(cell.source, namespace)
+            assert not said, (path.name, cell.source, repr(said))  # the wrong answer is what is reported
+            namespace[name] = starter
+            unanswered = eval(cell.source, namespace)
+            assert not unanswered and "not implemented yet" in repr(unanswered), (path.name, cell.source)
+            namespace[name] = right
+            assert eval(cell.source, namespace), (path.name, cell.source)
+            checked += 1
+        else:
+            exec(cell.source, namespace)
+    assert checked == len(grade.exercises_of(nb))
+
+
+def _wrong(right):
+    """An answer that returns the right one's values plus a little (or a reversed order, for a
+    permutation): a plausible wrong answer for any checker."""
+    import numpy as np
+    import torch
+
+    def answer(*args, **kwargs):
+        value = right(*args, **kwargs)
+        if isinstance(value, torch.Tensor):
+            return value.flip(-1) if value.dtype == torch.long else value + 0.25
+        if isinstance(value, tuple):
+            return tuple(v + 0.25 if isinstance(v, (float, np.ndarray)) else v for v in value)
+        return np.asarray(value, dtype=float) + 0.25
+    return answer

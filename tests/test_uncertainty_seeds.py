@@ -54,6 +54,19 @@ def test_a_difference_in_one_seed_of_three_is_1_of_3_never_beyond_noise():
     assert u.compare_over_seeds(a, b).verdict == u.WITHIN_NOISE
 
 
+def test_a_verdict_only_the_pooling_reaches_is_not_said_to_hold_in_0_seeds():
+    rng = np.random.default_rng(30)
+    base = rng.normal(0, 1, 400)
+    a = np.tile(base, (3, 1)) + rng.normal(0, 0.6, (3, 400))
+    b = np.tile(base, (3, 1)) + rng.normal(0, 0.6, (3, 400)) - 0.09
+    c = u.compare_over_seeds(a, b)
+    assert c.verdict == "higher" and c.support == 0  # the pooled interval excludes 0, no seed's alone does
+    pointing = sum(p.difference.estimate > 0 for p in c.per_seed)
+    assert c.seeds_text() == (f"beyond noise pooled over 3 seeds, {pointing} of which point that way, "
+                              "none beyond noise alone")
+    assert "holds in 0" not in c.seeds_text()
+
+
 def test_a_difference_in_every_seed_holds_in_3_of_3():
     rng = np.random.default_rng(3)
     a = _crossed(rng, 3, 300)

@@ -90,6 +90,9 @@ def test_training_history_and_relation_plots():
     hist = {"m": [{"epoch": 1, "dev_roc_auc": 0.7}, {"epoch": 2, "dev_roc_auc": 0.8}]}
     fig = viz.plot_training_history(hist, best={"m": 2})
     assert len(fig.axes[0].lines) == 2
+    fig.canvas.draw()
+    ticks = [t for t in fig.axes[0].get_xticks() if 1 <= t <= 2]
+    assert ticks and all(float(t).is_integer() for t in ticks)  # no epoch 1.5
     fig = viz.plot_metric_relation(np.random.rand(20), np.random.rand(20), xlabel="x", ylabel="y", line=lambda x: x)
     assert fig.axes[0].get_xlabel() == "x"
 
@@ -526,8 +529,13 @@ def test_null_space_figure_and_explorer_keep_the_head_output():
     change, scale, jsd = (float(x) for x in re.findall(r"= ([0-9.e+-]+)", title)[:3])
     assert change < 1e-5 * max(scale, 1) and jsd > 0.01  # the output stays, the attention moves
     assert widgets.null_space_figure(tr, tokens, 0, 1, 1, 0.0)._suptitle.get_text().endswith("= 0.000")
-    w = widgets.null_space_explorer(tr, tokens)
+    w = widgets.null_space_explorer(tr, tokens, layer=1, head=0)
     assert len(w.children) == 4
+    layer, head, step = w.children[2].children  # counted from 1, as the figure's title counts them
+    assert (layer.description, layer.min, layer.max, layer.value) == ("layer", 1, tr.n_layers, 2)
+    assert (head.description, head.min, head.value) == ("head", 1, 1)
+    assert w.children[2].layout.flex_flow == "row wrap"  # a phone wraps the controls
+    assert all(c.layout.max_width == "100%" for c in (w.children[1], layer, head, step))
     with pytest.raises(ValueError, match="step"):
         widgets.null_space_figure(tr, tokens, 0, 0, 0, 2.0)
     with pytest.raises(ValueError, match="tokens"):
@@ -670,3 +678,20 @@ def test_chapter_15_checkers():
     assert exercises.check_aopc(lambda v: np.asarray(v).mean(-1))
     assert not exercises.check_aopc(lambda v: np.trapezoid(v, [0.01, 0.05, 0.1, 0.2, 0.5], axis=-1))
     assert not exercises.check_aopc(lambda v: np.asarray(v).mean())  # one number for every curve
+
+
+def test_figures_that_compare_methods_tell_them_apart_without_colour():
+    import pandas as pd
+    from matplotlib.colors import to_hex
+
+    from attnlib.presentation.viz.core import HATCHES, SAFE_COLOURS
+
+    shares = pd.DataFrame({"attention": [0.1, 0.2], "gradient": [0.3, 0.4], "leave-one-out": [0.5, 0.6],
+                           "rollout": [0.2, 0.1]}, index=["BiLSTM", "transformer"])
+    fig = viz.plot_explanation_mass(shares, reference=0.2)
+    bars = [p for p in fig.axes[0].patches]
+    assert len({b.get_hatch() for b in bars}) == 4  # a hatch per explanation
+    assert {to_hex(b.get_facecolor()).upper() for b in bars} <= set(SAFE_COLOURS)
+    assert "#D62728" not in {to_hex(b.get_facecolor()).upper() for b in bars}  # no red beside a green
+    assert len(set(HATCHES)) == len(HATCHES) == len(SAFE_COLOURS)
+    plt.close(fig)

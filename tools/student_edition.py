@@ -5,18 +5,17 @@
 
 Decided by the cells' tags only (set in the chapters, and read by the book build):
 
-* ``solution`` cells (the line announcing the folded solution and the reference solution) are
-  removed;
+* ``solution`` cells (the folded reference solutions, markdown that never runs) are removed;
 * ``exercise`` cells (the starters, which raise NotImplementedError) and ``exercise-check``
   cells (``attnlib.exercises.check_...(my_fn)``) are kept, as is every other cell: the student
   runs the whole chapter;
 * every output, execution count and the stored widget state are cleared;
 * a short note after the title says that this is the student edition and how to check an answer.
 
-The committed chapters are not changed: the book keeps its solutions, folded. No cell
-after an exercise's solution uses the solved function except that exercise's check cell, and
-the checkers catch the starter's NotImplementedError, so the student edition runs to the end
-unsolved (tests/test_classroom.py).
+The committed chapters are not changed: the book keeps its solutions, folded and never run. No
+cell after an exercise uses the answered function except that exercise's check cell, and the
+checkers catch the starter's NotImplementedError, so the book and the student edition run to
+the end unanswered (tests/test_classroom.py).
 """
 from __future__ import annotations
 

@@ -21,6 +21,20 @@ KERNEL_NOTE = (
 )
 
 
+def _fit():
+    """A control's layout on any screen: the width it needs, never more than its box (a phone)."""
+    import ipywidgets as W
+
+    return W.Layout(width="auto", max_width="100%")
+
+
+def _wrap():
+    """A row of controls that wraps onto the next line where the box is narrow."""
+    import ipywidgets as W
+
+    return W.Layout(flex_flow="row wrap", max_width="100%")
+
+
 def _panel(children: list):
     """An explorer: the kernel note, then its controls and output, one under the other."""
     import ipywidgets as W
@@ -62,7 +76,7 @@ def measures_explorer(p: Sequence[float], q: Sequence[float], tokens: Sequence[s
     for s in ps + qs:
         s.observe(redraw, names="value")
     redraw()
-    return _panel([W.HBox([W.VBox(ps), W.VBox(qs)]), out])
+    return _panel([W.HBox([W.VBox(ps), W.VBox(qs)], layout=_wrap()), out])
 
 
 def temperature_explorer(p: Sequence[float], tokens: Sequence[str], temperature: float = 1.0):
@@ -209,7 +223,7 @@ def adversary_explorer(model, split, indices: Sequence[int], *, eps: float | Non
     for w in (eps_slider, k_slider):
         w.observe(lambda *_: _figure_out(out, draw), names="value")
     _figure_out(out, draw)
-    return _panel([W.HBox([eps_slider, k_slider]), out])
+    return _panel([W.HBox([eps_slider, k_slider], layout=_wrap()), out])
 
 
 def permutation_explorer(results: dict, split, attention: dict, index: int = 0):
@@ -239,7 +253,7 @@ def _model_instance_explorer(results: dict, what: str, draw, index: int = 0):
     for w in (choice, pick):
         w.observe(lambda *_: _figure_out(out, lambda: draw(choice.value, pick.value)), names="value")
     _figure_out(out, lambda: draw(choice.value, pick.value))
-    return _panel([W.HBox([choice, pick]), out])
+    return _panel([W.HBox([choice, pick], layout=_wrap()), out])
 
 
 def needle_figure(models: dict, vocab, marker: str = "superb", length: int = 150, seed: int = 0):
@@ -282,7 +296,7 @@ def needle_explorer(models: dict, vocab, marker: str = "superb", length: int = 1
     for w in (length_slider, marker_box, sentence_seed):
         w.observe(redraw, names="value")
     redraw()
-    return _panel([W.HBox([length_slider, marker_box, sentence_seed]), out])
+    return _panel([W.HBox([length_slider, marker_box, sentence_seed], layout=_wrap()), out])
 
 
 def lambda_figures(sweep, indices: Sequence[int], lam, *, points: dict | None = None, split="test",
@@ -395,22 +409,24 @@ def null_space_explorer(trace, tokens: Sequence[Sequence[str]], sentence: int = 
     import ipywidgets as W
 
     options = [(f"{i}: {' '.join(tokens[i][1:7])} ...", i) for i in range(len(trace))]
-    pick = W.Dropdown(options=options, value=sentence, description="sentence", layout=W.Layout(width="420px"))
-    lay = W.IntSlider(value=layer, min=0, max=trace.n_layers - 1, description="layer (0-based)", continuous_update=False,
-                      style={"description_width": "110px"})
-    hd = W.IntSlider(value=head, min=0, max=trace.n_heads - 1, description="head (0-based)", continuous_update=False,
-                     style={"description_width": "110px"})
+    pick = W.Dropdown(options=options, value=sentence, description="sentence", layout=_fit())
+    # layers and heads counted from 1, as the figures' titles and the prose count them
+    lay = W.IntSlider(value=layer + 1, min=1, max=trace.n_layers, description="layer", continuous_update=False,
+                      style={"description_width": "110px"}, layout=_fit())
+    hd = W.IntSlider(value=head + 1, min=1, max=trace.n_heads, description="head", continuous_update=False,
+                     style={"description_width": "110px"}, layout=_fit())
     step = W.FloatSlider(value=1.0, min=0.0, max=1.0, step=0.05, description="step along Ã", continuous_update=False,
-                         style={"description_width": "110px"})
+                         style={"description_width": "110px"}, layout=_fit())
     out = W.Output()
 
     def redraw(*_):
-        _figure_out(out, lambda: null_space_figure(trace, tokens, pick.value, lay.value, hd.value, step.value, seed=seed))
+        _figure_out(out, lambda: null_space_figure(trace, tokens, pick.value, lay.value - 1, hd.value - 1, step.value,
+                                                   seed=seed))
 
     for w in (pick, lay, hd, step):
         w.observe(redraw, names="value")
     redraw()
-    return _panel([pick, W.HBox([lay, hd, step]), out])
+    return _panel([pick, W.HBox([lay, hd, step], layout=_wrap()), out])
 
 
 HEAD_EDITS = ("permute", "ablate")
@@ -451,7 +467,8 @@ def head_figure(model, split, index: int = 0, layer: int = 0, head: int = 0, edi
         after = float(model(batch, edits={site: edited}).probs[0, -1])
     tokens = ["[CLS]", *split.tokens[index], "[SEP]"]
     label = int(split.labels[index])
-    title = (f"layer {layer}, head {head} ({edit}d): P(positive) {before:.3f} -> {after:.3f}; gold label {label}")
+    title = (f"layer {layer + 1}, head {head + 1} ({edit}d): P(positive) {before:.3f} -> {after:.3f}; "
+             f"gold label {label}")
     return matrix_heatmaps({"the head's attention": A[0].cpu().numpy(), f"{edit}d": edited[0].cpu().numpy()}, tokens, title=title)
 
 
@@ -466,21 +483,22 @@ def head_explorer(model, split, indices: Sequence[int], *, index: int | None = N
     heads = 1 + max(s.head for s in model.sites)
     options = [(f"{i}: {' '.join(split.tokens[i][:7])} ...", i) for i in indices]
     pick = W.Dropdown(options=options, value=indices[0] if index is None else index, description="sentence",
-                      layout=W.Layout(width="420px"))
-    lay = W.IntSlider(value=0, min=0, max=layers - 1, description="layer (0-based)", continuous_update=False,
-                      style={"description_width": "110px"})
-    hd = W.IntSlider(value=0, min=0, max=heads - 1, description="head (0-based)", continuous_update=False,
-                     style={"description_width": "110px"})
+                      layout=_fit())
+    lay = W.IntSlider(value=1, min=1, max=layers, description="layer", continuous_update=False,
+                      style={"description_width": "110px"}, layout=_fit())
+    hd = W.IntSlider(value=1, min=1, max=heads, description="head", continuous_update=False,
+                     style={"description_width": "110px"}, layout=_fit())
     what = W.ToggleButtons(options=list(HEAD_EDITS), value="permute", description="edit")
     out = W.Output()
 
     def redraw(*_):
-        _figure_out(out, lambda: head_figure(model, split, pick.value, lay.value, hd.value, what.value, seed=seed))
+        _figure_out(out, lambda: head_figure(model, split, pick.value, lay.value - 1, hd.value - 1, what.value,
+                                             seed=seed))
 
     for w in (pick, lay, hd, what):
         w.observe(redraw, names="value")
     redraw()
-    return _panel([pick, W.HBox([lay, hd]), what, out])
+    return _panel([pick, W.HBox([lay, hd], layout=_wrap()), what, out])
 
 
 def _words_attention(model, batch) -> np.ndarray:
@@ -535,7 +553,7 @@ def deception_explorer(models: dict, split, indices: Sequence[int], *, family: s
     if not indices:
         raise ValueError("indices must name at least one sentence of the split")
     options = [(f"{i}: {' '.join(split.tokens[i][:8])} ...", i) for i in indices]
-    pick = W.Dropdown(options=options, value=indices[0], description="sentence", layout=W.Layout(width="460px"))
+    pick = W.Dropdown(options=options, value=indices[0], description="sentence", layout=_fit())
     which = W.ToggleButtons(options=list(models), value=family or next(iter(models)), description="model")
     out = W.Output()
 
@@ -568,7 +586,7 @@ def rollout_explorer(model, split, indices: Sequence[int], *, residual: float = 
     if not indices:
         raise ValueError("indices must name at least one sentence of the split")
     options = [(f"{i}: {' '.join(split.tokens[i][:7])} ...", i) for i in indices]
-    pick = W.Dropdown(options=options, value=indices[0], description="sentence", layout=W.Layout(width="420px"))
+    pick = W.Dropdown(options=options, value=indices[0], description="sentence", layout=_fit())
     weight = W.FloatSlider(value=residual, min=0.0, max=0.9, step=0.1, description="residual r",
                            continuous_update=False, readout_format=".1f")
     out = W.Output()

@@ -11,12 +11,15 @@ import functools
 import matplotlib
 import matplotlib.pyplot as plt
 import matplotlib.colors as mcolors
+from matplotlib.ticker import MaxNLocator
 import numpy as np
 
 from .words import heaviest, listing, number, scatter_words, short_label, trend
 
 
 __all__ = [
+    "SAFE_COLOURS",
+    "HATCHES",
     "ATTENTION_CMAP",
     "COLUMN_INCHES",
     "LINE_CYCLE",
@@ -269,6 +272,11 @@ def _send_retina() -> None:
 
 
 _send_retina()
+#: Okabe & Ito's colour-blind-safe palette (no red/green pair), for figures that tell methods or
+#: groups apart; pair it with a second cue (:data:`HATCHES` on bars, a marker or a direct label)
+SAFE_COLOURS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#000000", "#F0E442")
+#: bar fills told apart without colour, in :data:`SAFE_COLOURS`' order
+HATCHES = ("", "///", "...", "xxx", "\\\\\\", "---", "+++", "ooo")
 _MEASURE_COLOURS = {"p": "#1f77b4", "q": "#d62728"}
 
 
@@ -429,6 +437,7 @@ def plot_training_history(histories: dict[str, Sequence[dict]], *, metric: str =
             b = best[name]
             ax.plot([b], [values[epochs.index(b)]], marker="*", ms=12, color=line.get_color(), zorder=3)
     ax.set_xlabel("epoch")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # epochs are whole numbers
     ax.set_ylabel(metric.replace("_", " "))
     ax.legend(frameon=False, fontsize=8)
     ax.spines[["top", "right"]].set_visible(False)

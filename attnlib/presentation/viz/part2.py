@@ -6,7 +6,7 @@ from collections.abc import Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .core import attention_heatmap, fitted, summarise
+from .core import HATCHES, SAFE_COLOURS, attention_heatmap, fitted, summarise
 from .words import finite, heaviest, listing, number, short_label, spread
 
 __all__ = [
@@ -48,7 +48,7 @@ def plot_violins_by_bin(
         fig = ax.figure
     bins = _bins(frame, bin_column)
     groups = sorted(frame[group].unique()) if group else [None]
-    palette = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"]
+    palette = SAFE_COLOURS  # colour-blind safe, with a hatch per group as a second cue
     if seed_frames is not None and len(seed_frames) < 2:
         seed_frames = None  # one seed: its median is the violin's own line
     width = 0.8 / len(groups)
@@ -61,6 +61,7 @@ def plot_violins_by_bin(
                 parts = ax.violinplot(values, positions=[x], widths=width * 0.95, showmedians=True, showextrema=False)
                 for body in parts["bodies"]:
                     body.set_facecolor(palette[g_i % len(palette)])
+                    body.set_hatch(HATCHES[g_i % len(HATCHES)])
                     body.set_alpha(0.55)
                 parts["cmedians"].set_color("black")
             elif len(values):
@@ -78,7 +79,8 @@ def plot_violins_by_bin(
                 label=f"each seed's median ({len(seed_frames)} seeds)")
     if group:
         for g_i, g in enumerate(groups):
-            ax.plot([], [], "s", color=palette[g_i % len(palette)], alpha=0.55, label=f"{group} {g}")
+            ax.fill_between([], [], color=palette[g_i % len(palette)], alpha=0.55, hatch=HATCHES[g_i % len(HATCHES)],
+                            label=f"{group} {g}")
     if reference is not None:
         ax.axhline(reference, color="black", lw=0.8, ls=":", label=reference_label)
     if group or reference_label or seed_frames:

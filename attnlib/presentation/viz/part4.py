@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .core import (ATTENTION_CMAP, COLUMN_INCHES, finish,
+from .core import (ATTENTION_CMAP, COLUMN_INCHES, HATCHES, SAFE_COLOURS, finish,
                    fitted, method_style, summarise)
 from .words import ends, finite, heaviest, listing, number, short_label, trend
 
@@ -303,11 +303,11 @@ def plot_explanation_mass(shares, *, reference: float | None = None, title: str 
     else:
         fig = ax.figure
     height = 0.8 / n_measures
-    palette = ["#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#8c564b"]
     y = np.arange(n_models)
-    for j, column in enumerate(shares.columns):
+    for j, column in enumerate(shares.columns):  # colour-blind-safe colours, and a hatch per explanation
         ax.barh(y - 0.4 + (j + 0.5) * height, np.nan_to_num(values[:, j]), height=height * 0.9,
-                color=palette[j % len(palette)], label=str(column))
+                color=SAFE_COLOURS[j % len(SAFE_COLOURS)], hatch=HATCHES[j % len(HATCHES)], edgecolor="white",
+                linewidth=0.3, label=str(column))
     if reference is not None:
         ax.axvline(reference, color="black", ls=":", lw=1, label="uniform weights")
     ax.set_yticks(y, [str(i) for i in shares.index], fontsize=8)
@@ -371,13 +371,14 @@ def plot_layer_correlations(table, *, measures: dict | None = None, title: str |
     measures = measures or {m: m for m in dict.fromkeys(table["measure"])}
     fig, axes = plt.subplots(1, len(measures), figsize=(3.6 * len(measures) + 0.4, 3.2), squeeze=False,
                              sharey=True)
-    palette = ["#7f7f7f", "#1f77b4", "#d62728", "#2ca02c"]
+    palette = ["#7f7f7f", *SAFE_COLOURS]
+    markers = ["o", "s", "^", "D", "v", "P"]  # a second cue beside the colour
     said: list[str] = []
     for ax, (measure, label) in zip(axes[0], measures.items()):
         part = table[table["measure"] == measure]
         for j, (method, rows) in enumerate(part.groupby("method", sort=False)):
             colour = palette[j % len(palette)]
-            ax.plot(rows["layer"], rows["mean"], marker="o", ms=4, color=colour, label=method)
+            ax.plot(rows["layer"], rows["mean"], marker=markers[j % len(markers)], ms=4, color=colour, label=method)
             ax.fill_between(rows["layer"], rows["mean"] - rows["sd"], rows["mean"] + rows["sd"],
                             color=colour, alpha=0.12, lw=0)
         said += [f"{short_label(label) + ', ' if len(measures) > 1 else ''}{method} "

@@ -195,6 +195,11 @@ os.wait()''')
     _insert_in(wrapper, "ex-tau", TAU_WRAPPER, "end")
     _write(wrapper, folder / "j_wrapper" / CH02.name)
 
+    # The references of other libraries: SciPy's Kendall tau and Jensen-Shannon distance.
+    scipy_user = _insert_in(unsolved(CH02), "ex-tau", SCIPY_TAU, "end")
+    _insert_in(scipy_user, "ex-jsd", SCIPY_JSD, "end")
+    _write(scipy_user, folder / "q_scipy" / CH02.name)
+
     # The kernel patched: the "imported" detector blinded, the recording function replaced; and a
     # lone surrogate in an error message (which once stopped the grader).
     blinder = _insert_in(unsolved(CH02), "ex-tvd", BLINDER, "end")
@@ -246,6 +251,19 @@ import attnlib.presentation.exercises.core as core
 core._attnlib_function = lambda fn: None
 ex.record_answers = core.record_answers = lambda *args, **kwargs: None
 my_tvd = tvd'''
+
+SCIPY_TAU = '''from scipy.stats import kendalltau
+
+
+def my_kendall_tau(x, y):
+    return kendalltau(x, y)[0]'''
+
+SCIPY_JSD = '''import numpy as np
+
+
+def my_jsd(p, q):
+    from scipy.spatial.distance import jensenshannon
+    return np.array([jensenshannon(a, b) ** 2 for a, b in zip(p, q)])'''
 
 SURROGATE = '''def my_kendall_tau(x, y):
     raise ValueError("\\udcff")
@@ -405,6 +423,13 @@ def test_a_wrapper_around_the_books_function_finds_nothing_to_call(graded):
     assert "NameError: name 'tvd' is not defined" in wrapper["ex-tvd"][1]  # the import of tvd failed
     assert "ImportError" in wrapper["ex-jsd"][1] or "NameError" in wrapper["ex-jsd"][1], wrapper["ex-jsd"]
     assert "attnlib.metrics" in wrapper["ex-tau"][1] or "AttributeError" in wrapper["ex-tau"][1], wrapper["ex-tau"]
+
+
+def test_another_librarys_reference_finds_nothing_to_call(graded):
+    scipy_user = _verdicts(graded, "q_scipy")
+    for label in ("ex-tau", "ex-jsd"):
+        passed, message = scipy_user[label]
+        assert passed == "False" and ("ModuleNotFoundError" in message or "ImportError" in message), message
 
 
 def test_a_patched_kernel_and_a_lone_surrogate(graded):

@@ -21,8 +21,8 @@ from attnlib.importance import (
     importance,
     instance_agreement,
     leave_one_out,
-    rationale_recovery,
 )
+from attnlib.faithfulness import rationale_recovery
 from attnlib.models import AttentionClassifier, ModelConfig, TransformerClassifier, TransformerConfig, real_token_mask
 from attnlib.train import predict
 

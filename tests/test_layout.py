@@ -176,3 +176,63 @@ def test_the_inline_check_sees_a_def_a_class_and_a_long_cell():
              code("%matplotlib inline\nx = 1\n")]
     found = _inline_code(cells)
     assert found == ["cell 0 defines def f", "cell 1 defines class A", "cell 2 has 30 lines (at most 25)"], found
+
+
+def _import_graph() -> dict:
+    """module -> the attnlib modules it imports, lazy imports inside functions included."""
+    graph: dict = {}
+    for path in MODULES:
+        module = _module_name(path)
+        edges = graph.setdefault(module, set())
+        for target, names in _imports(module, path.name == "__init__.py", path.read_text()):
+            for name in names or [""]:
+                as_module = f"{target}.{name}".strip(".")
+                full = as_module if name and _is_module(as_module) else target
+                if full != module:
+                    edges.add(full)
+    return graph
+
+
+def _circles(graph: dict) -> list:
+    """Every strongly connected group of two or more modules (Tarjan), each sorted."""
+    index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                out.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(out)
+
+
+def test_no_two_modules_import_each_other_even_lazily():
+    """A lazy import inside a function is still a circle: each side then needs the other to be
+    understood or changed (issue 52)."""
+    assert _circles(_import_graph()) == []
+
+
+def test_the_circle_check_finds_a_lazy_circle():
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _circles({"a": {"b"}, "b": set()}) == []
+    source_a = "def f():\n    from .b import g\n"
+    assert list(_imports("experiments.a", False, source_a)) == [("experiments.b", ["g"])]

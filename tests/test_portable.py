@@ -196,3 +196,27 @@ def test_the_static_guard_catches_torchs_sqrt_and_default_adam():
     assert _vendor_dispatched_calls("opt = torch.optim.Adam(p, lr=1e-3)") == [
         "line 1: torch.optim.Adam (use attnlib.portable.adam)"]
     assert _vendor_dispatched_calls("a = math.sqrt(2) + np.sqrt(x)") == []
+
+
+#: torch 2.13.0's private ``torch.optim.lbfgs._cubic_interpolate``, whose source
+#: attnlib.portable.lbfgs_step swaps for a correctly rounded copy (issue 52): its SHA-256.
+_CUBIC_INTERPOLATE_CHECKED = "cd63e37c40214ac725596e12f838fad9ae5fa3872ec4574a3c4073339b03d681"
+
+
+def test_the_private_lbfgs_function_lbfgs_step_swaps_is_the_one_it_was_written_against():
+    """A torch upgrade that changes or removes the private function fails here, naming the fix,
+    instead of silently changing how the pretrained model's head is fitted."""
+    import hashlib
+    import inspect
+
+    from torch.optim import lbfgs
+
+    fix = ("attnlib.portable.lbfgs_step swaps torch.optim.lbfgs._cubic_interpolate for "
+           "_portable_cubic_interpolate, a copy of torch 2.13.0's with its square root correctly rounded: "
+           "compare the new torch source with that copy, carry the change over, then update "
+           "_CUBIC_INTERPOLATE_CHECKED (or pin torch back in requirements/constraints.txt)")
+    assert callable(getattr(lbfgs, "_cubic_interpolate", None)), f"torch removed the function. {fix}"
+    digest = hashlib.sha256(inspect.getsource(lbfgs._cubic_interpolate).encode()).hexdigest()
+    assert digest == _CUBIC_INTERPOLATE_CHECKED, f"torch {torch.__version__} changed the function. {fix}"
+    # the line search finds it by its module-global name, which is what the swap replaces
+    assert "_cubic_interpolate" in lbfgs._strong_wolfe.__code__.co_names, f"the line search no longer calls it. {fix}"

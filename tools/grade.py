@@ -320,8 +320,27 @@ def attnlib_dir() -> Path:
     return Path(attnlib.__file__).resolve().parent
 
 
+#: Third-party packages that hold exercises' references (scikit-learn's f1_score, SciPy's
+#: kendalltau and jensenshannon): a judge process sees their folders empty, as it sees no
+#: checker of attnlib, so an answer that wraps them has nothing to call. Answers use NumPy and
+#: PyTorch (the chapters' Exercises say so); SciPy's special functions (``xlogy``) stay.
+REFERENCE_LIBRARIES = ("sklearn", "scipy.stats", "scipy.spatial")
+
+
+def _library_folders(names) -> list[str]:
+    """The installed folders of the packages ``names`` (those not installed are left out)."""
+    import importlib.util
+
+    folders = []
+    for name in names:
+        spec = importlib.util.find_spec(name)
+        folders += [os.path.realpath(p) for p in (spec.submodule_search_locations or []) if os.path.isdir(p)] \
+            if spec is not None else []
+    return folders
+
+
 def _run_sandboxed(argv, work: Path, limits: sandbox.Limits, unsafe: bool, *, in_dir: Path, read_only: list[str],
-                   pythonpath: str, **io) -> sandbox.Finished:
+                   pythonpath: str, emptied: list[str] = (), **io) -> sandbox.Finished:
     """``argv`` in a sandbox (or, ``unsafe``, as a plain process) with ``in_dir`` at its input folder."""
     if unsafe:
         env = {**_sandbox_env(str(Path(sys.executable).parent), pythonpath), "HOME": str(work),
@@ -332,7 +351,8 @@ def _run_sandboxed(argv, work: Path, limits: sandbox.Limits, unsafe: bool, *, in
         argv = [a.replace(sandbox.IN, str(in_dir)) for a in argv]
         return sandbox.run(argv, limits, work / "log", sandboxed=False, env=env, **io)
     cmd = sandbox.command(argv, read_only=[*sandbox.python_paths(), *read_only], in_dir=in_dir,
-                          env=_sandbox_env(str(Path(sys.executable).parent), pythonpath), limits=limits)
+                          env=_sandbox_env(str(Path(sys.executable).parent), pythonpath), limits=limits,
+                          emptied=list(emptied))
     return sandbox.run(cmd, limits, work / "log", **io)
 
 
@@ -664,7 +684,8 @@ def judge_apart(nb, ex: Exercise, job: list[int], seed: int, work: Path, limits:
     output = bytearray()
     finished = _run_sandboxed([sys.executable, f"{sandbox.IN}/judge_runner.py"], work, limits, unsafe,
                               in_dir=in_dir, read_only=[], pythonpath=f"{sandbox.IN}/lib", stdin=stdin,
-                              output=output, max_output=MAX_JUDGE_BYTES)
+                              output=output, max_output=MAX_JUDGE_BYTES,
+                              emptied=_library_folders(REFERENCE_LIBRARIES))
     if finished.returncode is None:
         return spec, Judged([], [], failed=f"the answer ran past {limits.wall_s:g} s on the grader's cases",
                             note=finished.note)

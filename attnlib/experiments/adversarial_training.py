@@ -110,6 +110,8 @@ __all__ = [
     "wp_lambdas",
     "wp_lambda_range",
     "wp_pick",
+    "table4_pick",
+    "sweep_lambdas",
 ]
 
 #: W&P's sweep of the attention weight lambda, about 1e-4 ... 1 (lambda = 0 is allowed too), with
@@ -145,6 +147,32 @@ def wp_lambda_range(*, scale: float = published.WP_LAMBDA_SCALE) -> tuple[float,
     return min(values) * scale, max(values) * scale
 
 
+def sweep_lambdas(frame):
+    """A sweep frame's lambdas, aligned with its rows: its ``lambda`` column, or its index."""
+    return frame["lambda"] if "lambda" in frame.columns else pd.Series(frame.index, index=frame.index)
+
+
+def table4_pick(frame, *, threshold: float = published.JSD_DIFFERENT_WP):
+    """W&P's Table 4 rule: the lambda of the adversary with the smallest mean output TVD among
+    those whose mean attention JSD from the base is above ``threshold`` (0.4), or None when no
+    adversary reaches it.
+
+    ``frame``: :attr:`LambdaSweep.frame` (one row per lambda, with
+    ``mean_jsd`` and ``mean_tvd``; indexed by lambda or with a ``lambda`` column). Ties in TVD go
+    to the smaller lambda. This is how W&P chose the adversary they report per data set, and so
+    the adversary whose attention is the diagnostic's "adversary" guide (an attention that is
+    not different from the base's would test nothing).
+    """
+    if not isinstance(frame, pd.DataFrame) or not {"mean_jsd", "mean_tvd"} <= set(frame.columns):
+        raise ValueError("frame must be a lambda sweep's frame, with mean_jsd and mean_tvd columns")
+    lams = sweep_lambdas(frame)
+    candidates = frame[frame["mean_jsd"].astype(float) > threshold]
+    if candidates.empty:
+        return None
+    order = sorted(candidates.index, key=lambda i: (float(candidates.at[i, "mean_tvd"]), float(lams[i])))
+    return float(lams[order[0]])
+
+
 def wp_pick(frame, *, within: tuple | None = None, threshold: float = published.JSD_DIFFERENT_WP):
     """W&P's Table 4 rule within the range of their own adversaries' lambda: the lambda of the
     adversary with the smallest mean output TVD among those of the sweep whose lambda lies in
@@ -154,14 +182,12 @@ def wp_pick(frame, *, within: tuple | None = None, threshold: float = published.
     ``frame``: :attr:`LambdaSweep.frame` (a ``lambda`` column, or indexed by lambda). Without the
     range the rule can pick an adversary trained with a lambda a thousand times theirs, which
     is then a different object from the one their Table 4 reports."""
-    from .diagnostic import table4_pick
-
     if not isinstance(frame, pd.DataFrame) or not {"mean_jsd", "mean_tvd"} <= set(frame.columns):
         raise ValueError("frame must be a lambda sweep's frame, with mean_jsd and mean_tvd columns")
     low, high = wp_lambda_range() if within is None else (float(within[0]), float(within[1]))
     if not low <= high:
         raise ValueError(f"within must be (low, high) with low <= high, got {within!r}")
-    lams = (frame["lambda"] if "lambda" in frame.columns else pd.Series(frame.index, index=frame.index)).astype(float)
+    lams = sweep_lambdas(frame).astype(float)
     inside = frame[(lams >= low * (1 - 1e-9)) & (lams <= high * (1 + 1e-9))]
     return table4_pick(inside, threshold=threshold) if len(inside) else None
 

@@ -51,6 +51,7 @@ from .._checks import check_seed
 from ..data import Dataset
 from ..models import AttentionClassifier, ModelConfig, device_of
 from ..train import TrainConfig, TrainedModel, predict, train_model, train_models, training_threads
+from .adversarial_training import sweep_lambdas, table4_pick, wp_lambda_range
 
 __all__ = [
     "GUIDE_NAMES",
@@ -79,37 +80,9 @@ ADVERSARY_LAMBDA = _published.DIAGNOSTIC_ADVERSARY_LAMBDA
 _TABLE3 = _published.DIAGNOSTIC_SOURCE
 
 
-def _lambdas(frame):
-    """A sweep frame's lambdas, aligned with its rows: its ``lambda`` column, or its index."""
-    return frame["lambda"] if "lambda" in frame.columns else pd.Series(frame.index, index=frame.index)
-
-
-def table4_pick(frame, *, threshold: float = _published.JSD_DIFFERENT_WP):
-    """W&P's Table 4 rule: the lambda of the adversary with the smallest mean output TVD among
-    those whose mean attention JSD from the base is above ``threshold`` (0.4), or None when no
-    adversary reaches it.
-
-    ``frame``: :attr:`attnlib.adversarial_training.LambdaSweep.frame` (one row per lambda, with
-    ``mean_jsd`` and ``mean_tvd``; indexed by lambda or with a ``lambda`` column). Ties in TVD go
-    to the smaller lambda. This is how W&P chose the adversary they report per data set, and so
-    the adversary whose attention is the diagnostic's "adversary" guide (an attention that is
-    not different from the base's would test nothing).
-    """
-    if not isinstance(frame, pd.DataFrame) or not {"mean_jsd", "mean_tvd"} <= set(frame.columns):
-        raise ValueError("frame must be a lambda sweep's frame, with mean_jsd and mean_tvd columns")
-    lams = _lambdas(frame)
-    candidates = frame[frame["mean_jsd"].astype(float) > threshold]
-    if candidates.empty:
-        return None
-    order = sorted(candidates.index, key=lambda i: (float(candidates.at[i, "mean_tvd"]), float(lams[i])))
-    return float(lams[order[0]])
-
-
 def _in_range(lams, within) -> list:
     """The lambdas of ``lams`` within ``within`` (W&P's own range when None), ends included."""
     if within is None:
-        from .adversarial_training import wp_lambda_range
-
         within = wp_lambda_range()
     low, high = (float(x) for x in within)
     if not low <= high:
@@ -139,7 +112,7 @@ def guide_adversary(sweep, *, within=None):
     frame = getattr(sweep, "frame", None)
     if not isinstance(frame, pd.DataFrame) or not {"mean_jsd", "mean_tvd"} <= set(frame.columns):
         raise ValueError("sweep must be a lambda sweep, whose frame has mean_jsd and mean_tvd columns")
-    lams = _lambdas(frame).astype(float)
+    lams = sweep_lambdas(frame).astype(float)
     inside = _in_range(lams, within)
     if not inside:
         warnings.warn("no adversary of the sweep has a lambda in W&P's range; the rule runs on the whole sweep",
@@ -148,7 +121,7 @@ def guide_adversary(sweep, *, within=None):
     rows = frame[lams.isin(inside)]
     lam = table4_pick(rows)
     if lam is None:
-        lam = float(_lambdas(rows)[rows["mean_jsd"].astype(float).idxmax()])
+        lam = float(sweep_lambdas(rows)[rows["mean_jsd"].astype(float).idxmax()])
         warnings.warn(f"no adversary of the sweep in the range reaches a mean JSD above "
                       f"{_published.JSD_DIFFERENT_WP}; the guide is the one with the largest, lambda = {lam:g}",
                       stacklevel=2)

@@ -19,9 +19,9 @@ embeddings e_t, hidden states h_t and output y-hat:
   measure (and between the two measures), mean +- sd and the fraction of
   instances with p <= 0.05, grouped by predicted class. :func:`instance_agreement`
   gives the per-instance values behind it (J&W's Fig. 2 histograms).
-* ``rationale_recovery`` -- on the synthetic task, how well each measure ranks the
-  known rationale tokens first: now :func:`attnlib.experiments.faithfulness.rationale_recovery`
-  (a plausibility metric, beside ERASER's faithfulness metrics), still importable from here.
+* how well each measure ranks the synthetic task's known rationale tokens first is
+  :func:`attnlib.experiments.faithfulness.rationale_recovery` (a plausibility metric, beside
+  ERASER's faithfulness metrics), which builds on this module.
 
 Two model families: J&W's :class:`~attnlib.models.AttentionClassifier` and the book's
 :class:`~attnlib.models.TransformerClassifier`. Both measures run the same code on both:
@@ -64,7 +64,6 @@ __all__ = [
     "importance",
     "instance_agreement",
     "agreement",
-    "rationale_recovery",
 ]
 
 #: Leave-one-out variants: delete token t (J&W) or replace it (by UNK or PAD).
@@ -590,19 +589,3 @@ def agreement(result: ImportanceResult) -> pd.DataFrame:
     frame = pd.DataFrame.from_dict(rows, orient="index")
     frame.index.name = "predicted class"
     return frame
-
-
-# ----------------------------------------------------------------------------- rationales
-
-
-def __getattr__(name: str):
-    """``rationale_recovery`` lives in :mod:`attnlib.experiments.faithfulness` now; this name keeps working.
-
-    Imported on first use, because faithfulness builds on this module (a module-level import
-    here would be circular).
-    """
-    if name == "rationale_recovery":
-        from .faithfulness import rationale_recovery
-
-        return rationale_recovery
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -32,6 +32,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from .._checks import check_distribution, check_positive_int
 from ..data import EOS, PAD, SOS, UNK, Batch
+from .encoded import Encoded, real_token_mask
 from .interventions import uniform_rows as uniform_attention
 from .packed_lstm import packed_bilstm
 from .protocol import ONLY_SITE, Site, SiteState, TokenOutput, class_probabilities, eval_mode
@@ -94,16 +95,6 @@ class ModelConfig:
 
 
 @dataclass
-class Encoded:
-    """Hidden states and what produced them."""
-
-    hidden: torch.Tensor  # (B, T, H)
-    mask: torch.Tensor  # (B, T) bool: real tokens (not SOS, EOS, PAD)
-    embedded: torch.Tensor  # (B, T, E)
-    lengths: torch.Tensor  # (B,) including SOS and EOS
-
-
-@dataclass
 class Output:
     """A forward pass: output distribution, attention and the hidden states behind them."""
 
@@ -121,11 +112,6 @@ class Output:
         """(B, 1, T): the one attention row as a single head, the shape of a transformer's
         per-head rows (:class:`attnlib.models.transformer.TransformerOutput`)."""
         return self.attention.unsqueeze(-2)
-
-
-def real_token_mask(tokens: torch.Tensor) -> torch.Tensor:
-    """True on real tokens: not padding and not the <SOS>/<EOS> wrappers. (B, T) -> (B, T)."""
-    return (tokens != PAD) & (tokens != SOS) & (tokens != EOS)
 
 
 def check_token_ids(batch, vocab_size: int, device) -> torch.Tensor:

@@ -18,7 +18,7 @@ import torch
 from .. import portable
 from ..data import PAD, UNK
 from ..metrics import tvd
-from .classifier import Encoded, real_token_mask
+from .encoded import Encoded, real_token_mask
 from .packed_lstm import input_projection
 
 __all__ = ["unpadded_probs", "deletion_tvd", "cnn_deletion_tvd", "probs_hiding"]

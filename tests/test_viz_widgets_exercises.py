@@ -535,7 +535,8 @@ def test_null_space_figure_and_explorer_keep_the_head_output():
     assert (layer.description, layer.min, layer.max, layer.value) == ("layer", 1, tr.n_layers, 2)
     assert (head.description, head.min, head.value) == ("head", 1, 1)
     assert w.children[2].layout.flex_flow == "row wrap"  # a phone wraps the controls
-    assert all(c.layout.max_width == "100%" for c in (w.children[1], layer, head, step))
+    assert w.children[1].layout.max_width == "100%"  # the sentence menu never wider than its box
+    assert all(c.layout.width == "100%" and c.layout.max_width for c in (layer, head, step))  # a usable track
     with pytest.raises(ValueError, match="step"):
         widgets.null_space_figure(tr, tokens, 0, 0, 0, 2.0)
     with pytest.raises(ValueError, match="tokens"):

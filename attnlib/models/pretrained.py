@@ -901,7 +901,7 @@ def fine_tune_head(folder, texts: Sequence[str], labels, *, base=None, classes: 
             for batch in tqdm(list(wrapper.batches(list(texts), y, batch_size=batch_size, max_tokens=max_tokens)),
                               desc="head inputs", unit="batch", disable=not progress):
                 wrapper(batch)
-                order.append(batch.index.numpy())
+                order.append(batch.index.cpu().numpy())
     finally:
         hook.remove()
     rows = np.concatenate(order)

@@ -28,6 +28,13 @@ def _fit():
     return W.Layout(width="auto", max_width="100%")
 
 
+def _slider():
+    """A slider's layout: a usable track on a desktop, the whole box on a phone (never wider)."""
+    import ipywidgets as W
+
+    return W.Layout(width="100%", max_width="380px")
+
+
 def _wrap():
     """A row of controls that wraps onto the next line where the box is narrow."""
     import ipywidgets as W
@@ -412,11 +419,11 @@ def null_space_explorer(trace, tokens: Sequence[Sequence[str]], sentence: int = 
     pick = W.Dropdown(options=options, value=sentence, description="sentence", layout=_fit())
     # layers and heads counted from 1, as the figures' titles and the prose count them
     lay = W.IntSlider(value=layer + 1, min=1, max=trace.n_layers, description="layer", continuous_update=False,
-                      style={"description_width": "110px"}, layout=_fit())
+                      style={"description_width": "110px"}, layout=_slider())
     hd = W.IntSlider(value=head + 1, min=1, max=trace.n_heads, description="head", continuous_update=False,
-                     style={"description_width": "110px"}, layout=_fit())
+                     style={"description_width": "110px"}, layout=_slider())
     step = W.FloatSlider(value=1.0, min=0.0, max=1.0, step=0.05, description="step along Ã", continuous_update=False,
-                         style={"description_width": "110px"}, layout=_fit())
+                         style={"description_width": "110px"}, layout=_slider())
     out = W.Output()
 
     def redraw(*_):
@@ -485,9 +492,9 @@ def head_explorer(model, split, indices: Sequence[int], *, index: int | None = N
     pick = W.Dropdown(options=options, value=indices[0] if index is None else index, description="sentence",
                       layout=_fit())
     lay = W.IntSlider(value=1, min=1, max=layers, description="layer", continuous_update=False,
-                      style={"description_width": "110px"}, layout=_fit())
+                      style={"description_width": "110px"}, layout=_slider())
     hd = W.IntSlider(value=1, min=1, max=heads, description="head", continuous_update=False,
-                     style={"description_width": "110px"}, layout=_fit())
+                     style={"description_width": "110px"}, layout=_slider())
     what = W.ToggleButtons(options=list(HEAD_EDITS), value="permute", description="edit")
     out = W.Output()
 

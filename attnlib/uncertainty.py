@@ -42,11 +42,12 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Interval", "Comparison", "RankedTable", "bootstrap", "compare", "mcnemar_exact", "f1", "compare_f1", "proportion", "rank", "ranks_from_wins", "rank_columns", "seed_interval",
+__all__ = ["Interval", "Comparison", "RankedTable", "bootstrap", "compare", "mcnemar_exact", "f1", "compare_f1", "proportion", "rank", "ranks_from_wins", "rank_columns", "rank_table", "seed_interval",
            "normal_p", "normal_interval", "holm", "welch", "over_seeds", "SeedComparison", "compare_over_seeds",
            "f1_over_seeds", "compare_f1_over_seeds", "LEVEL", "RESAMPLES", "WITHIN_NOISE", "SEEDS_DISAGREE"]
 
@@ -506,10 +507,21 @@ def rank_columns(columns: dict, higher_is_better: dict, **settings) -> RankedTab
     missing from a column (it does not apply) gets NaN there. ``higher_is_better``: column ->
     bool. ``settings`` go to :func:`rank` (level, resamples, seed, correction).
     """
+    return rank_table(columns, higher_is_better,
+                      lambda scores, better: rank(dict(scores), higher_is_better=better, **settings),
+                      values="per-instance values")
+
+
+def rank_table(columns, higher_is_better, rank_one, *, values: str = "per-instance values") -> RankedTable:
+    """Rank every column of a table with ``rank_one(scores, higher_is_better)`` (a frame indexed
+    by method with ``mean``, ``rank`` and ``tied``, as :func:`rank` returns): the one assembly of
+    a :class:`RankedTable`, for :func:`rank_columns` and its over-seeds form
+    (:func:`attnlib.experiments.explanations.rank_columns_over_seeds`). ``values`` names what a
+    column's scores are, for the error message."""
     import pandas as pd
 
-    if not isinstance(columns, dict) or not columns:
-        raise ValueError("columns must be a non-empty dict: column -> {method: per-instance values}")
+    if not isinstance(columns, Mapping) or not columns:
+        raise ValueError(f"columns must be a non-empty dict: column -> {{method: {values}}}")
     missing = [c for c in columns if c not in higher_is_better]
     if missing:
         raise ValueError(f"higher_is_better has no direction for column(s) {missing}")
@@ -519,7 +531,7 @@ def rank_columns(columns: dict, higher_is_better: dict, **settings) -> RankedTab
     for column, scores in columns.items():
         if not scores:
             continue
-        ranked = rank(dict(scores), higher_is_better=bool(higher_is_better[column]), **settings)
+        ranked = rank_one(scores, bool(higher_is_better[column]))
         means.loc[ranked.index, column] = ranked["mean"]
         ranks.loc[ranked.index, column] = ranked["rank"]
         tied.loc[ranked.index, column] = ranked["tied"]

@@ -664,22 +664,9 @@ def rank_columns_over_seeds(columns: Mapping, higher_is_better: Mapping, *, seed
     sentences; a method missing from a column gets NaN there); ``higher_is_better``: column ->
     bool. The over-seeds form of :func:`attnlib.uncertainty.rank_columns`.
     """
-    if not isinstance(columns, Mapping) or not columns:
-        raise ValueError("columns must be a non-empty dict: column -> {method: (seeds, instances) values}")
-    missing = [c for c in columns if c not in higher_is_better]
-    if missing:
-        raise ValueError(f"higher_is_better has no direction for column(s) {missing}")
-    methods = list(dict.fromkeys(m for scores in columns.values() for m in scores))
-    means = pd.DataFrame(np.nan, index=pd.Index(methods, name="method"), columns=list(columns))
-    ranks, tied = means.copy(), pd.DataFrame(False, index=means.index, columns=means.columns)
-    for column, scores in columns.items():
-        if not scores:
-            continue
-        ranked = rank_over_seeds(scores, higher_is_better=bool(higher_is_better[column]), seed=seed)
-        means.loc[ranked.index, column] = ranked["mean"]
-        ranks.loc[ranked.index, column] = ranked["rank"]
-        tied.loc[ranked.index, column] = ranked["tied"]
-    return uncertainty.RankedTable(means, ranks, tied, {c: bool(higher_is_better[c]) for c in columns})
+    return uncertainty.rank_table(
+        columns, higher_is_better, lambda scores, better: rank_over_seeds(scores, higher_is_better=better, seed=seed),
+        values="(seeds, instances) values")
 
 
 def train_seed_sets_each(specs: Mapping, seeds_of: Mapping, *, workers: int | None = None,

@@ -377,8 +377,51 @@ def test_a_python_or_checkout_under_tmp_stays_visible_in_the_sandbox(tmp_path):
     cmd = sandbox.command([sys.executable, str(script)], read_only=[*sandbox.python_paths(), str(venv)],
                           in_dir=tmp_path / "in", out_dir=out, env={}, limits=sandbox.Limits())
     assert cmd.index("--tmpfs") < cmd.index(str(venv))  # the tmpfs first, the folder bound on top of it
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0 and done.stdout.strip() == "visible", done.stderr[-500:]
+    said = bytearray()  # through sandbox.run: as root, it mounts what user 65534's bwrap could not reach
+    done = sandbox.run(cmd, sandbox.Limits(wall_s=60), tmp_path / "log", output=said, max_output=100)
+    assert done.returncode == 0 and said.decode().strip() == "visible", (tmp_path / "log").read_text()[-500:]
+
+
+NESTED_USERNS = r'''import ctypes, json, os, subprocess
+
+libc = ctypes.CDLL(None, use_errno=True)
+seen = {"uid": os.getuid(), "unshare": libc.unshare(0x10000000)}  # CLONE_NEWUSER: -1 when refused
+# a tmpfs of its own past the /tmp cap, in a user namespace of its own, then 32 MB written in it
+script = ("mount -t tmpfs -o size=1G own /tmp && head -c 33554432 /dev/zero > /tmp/big && echo wrote")
+mounted = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", script],
+                         capture_output=True, text=True)
+seen["own_tmpfs"] = mounted.stdout.strip()
+try:  # the sandbox's own /tmp holds 8 MB
+    with open("/tmp/big", "wb") as f:
+        f.write(bytes(32 * 2**20))
+    seen["tmp"] = "wrote"
+except OSError as err:
+    seen["tmp"] = err.strerror
+print(json.dumps(seen))
+'''
+
+
+def test_student_code_can_make_no_user_namespace_nor_a_tmpfs_past_the_cap(tmp_path):
+    """Issue 50: as root too, the sandbox forbids user namespaces inside it, so student code cannot
+    mount a tmpfs of its own that the /tmp cap does not bound. Run as the grader runs a judge: its
+    input folder in the grader's 0700 working folder, Python and attnlib bound read-only."""
+    limits = sandbox.Limits(wall_s=60, tmp_bytes=8 * 2**20)
+    with grade._work_folder() as work:
+        in_dir = Path(work, "in")
+        in_dir.mkdir()
+        (in_dir / "student.py").write_text(NESTED_USERNS)
+        said = bytearray()
+        done = grade._run_sandboxed([sys.executable, f"{sandbox.IN}/student.py"], Path(work), limits, False,
+                                    in_dir=in_dir, read_only=[str(grade.attnlib_dir())], pythonpath="",
+                                    output=said, max_output=10_000)
+        log = Path(work, "log").read_text(errors="replace")[-1000:]
+    assert done.returncode == 0, log
+    seen = json.loads(said.decode())
+    assert seen["uid"] == sandbox.SANDBOX_UID and seen["tmp"] != "wrote", seen  # the cap holds for /tmp
+    if sandbox.USERNS_NOTE in done.note:  # a machine without unprivileged user namespaces: said in the row
+        assert os.geteuid() == 0 and not sandbox.root_userns()
+        pytest.skip(f"root's sandbox cannot forbid nested user namespaces on this machine: {done.note}")
+    assert seen["unshare"] == -1 and seen["own_tmpfs"] != "wrote", seen
 
 
 def test_the_honest_student_passes(graded):

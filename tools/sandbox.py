@@ -2,14 +2,20 @@
 
 What the sandboxed command gets:
 
-- **Another user.** Run by root (a container, a grading server), bwrap sets up the sandbox
-  without a user namespace and ``setpriv`` then drops to the unprivileged user 65534
-  (``nobody``) with no capabilities and ``no_new_privs`` (a user namespace made by root would
-  map its user to root outside). Run by anyone else, bwrap makes a user namespace in which the
-  command is user 65534 (outside, still the caller's user) and forbids user namespaces inside
-  it (``--disable-userns``, bwrap 0.8 on), so student code cannot mount a tmpfs of its own.
-  As root, nested user namespaces stay allowed: what a tmpfs of the student's own holds is
-  then bounded by the sandbox's memory cgroup, not by ``tmp_bytes``.
+- **Another user.** bwrap makes a user namespace in which the command is user 65534
+  (``nobody``), with no capabilities, and forbids user namespaces inside it
+  (``--disable-userns``, bwrap 0.8 on), so student code cannot mount a tmpfs of its own.
+  Run by anyone but root, that user is the caller's outside. Run by root (a container, a
+  grading server), ``setpriv`` first drops to user 65534 (``no_new_privs``, the parent-death
+  signal kept) and bwrap runs as that user, so the namespace's user is nobody outside too (one
+  made by root would be root outside); the folders bwrap binds, which user 65534 may not be
+  able to reach (``/root``, a 0700 temporary folder), are first bind-mounted by root, in a
+  mount namespace of the sandbox's own, under a folder it may enter (:func:`run`).
+  :func:`root_userns` tries this once; where it fails (unprivileged user namespaces off, as
+  AppArmor has them on Ubuntu 24.04, or bwrap before 0.8) root's bwrap sets up the sandbox
+  without a user namespace and ``setpriv`` drops to user 65534 inside it, as before: nested
+  user namespaces are then allowed, a tmpfs of the student's own is bounded by the sandbox's
+  memory cgroup only, not by ``tmp_bytes``, and :attr:`Finished.note` says so.
 - **A read-only view of the system and of attnlib**, and nothing else: ``/usr`` and ``/etc``
   (with ``/bin``, ``/lib``... as on the machine), the Python installation, attnlib's package
   folder, and the folder ``IN`` (read-only). The one writable place is a private ``/tmp`` of
@@ -30,13 +36,17 @@ What the sandboxed command gets:
   ``RLIMIT_AS`` would count torch's reserved address space), CPU seconds, processes and
   threads (``RLIMIT_NPROC``, per user: as root, user 65534's processes on the machine;
   otherwise the caller's, counted from what it runs now), file size, core dumps off.
-  :attr:`Finished.note` says which limits for the sandbox in all could not be had.
+  :attr:`Finished.note` says which limits for the sandbox in all could not be had (and
+  :data:`USERNS_NOTE`, where nested user namespaces could not be forbidden).
 
 Needs: Linux, ``bwrap`` (Debian/Ubuntu package ``bubblewrap``) and, as root, ``setpriv``
-(util-linux); without root, unprivileged user namespaces (the default on most distributions).
+(util-linux); without root, unprivileged user namespaces (the default on most distributions;
+as root they are what forbids nested ones).
 :func:`unavailable` says why the sandbox cannot run here, or None.
 """
 from __future__ import annotations
+
+import contextlib
 
 import os
 import resource
@@ -105,12 +115,44 @@ def can_disable_userns() -> bool:
         return False
 
 
+#: The row's sandbox column, where student code may make a user namespace (and so a tmpfs of its own).
+USERNS_NOTE = "nested user namespaces allowed here: a tmpfs of the student's own is bounded by the memory cgroup only"
+
+_NESTED_PROBE = ("import ctypes, os; refused = ctypes.CDLL(None, use_errno=True).unshare(0x10000000) != 0; "
+                 "print(os.getuid(), 'refused' if refused else 'allowed')")  # CLONE_NEWUSER
+
+
+@lru_cache(maxsize=1)
+def root_userns() -> bool:
+    """As root: whether dropping to user 65534 before bwrap works here (the sandbox then has a user
+    namespace of nobody's, with nested ones forbidden). Unprivileged user namespaces may be off
+    (a sysctl, AppArmor on Ubuntu 24.04), or bwrap older than 0.8; then the sandbox is set up by
+    root without one, nested user namespaces stay allowed, and :attr:`Finished.note` says so.
+    Tried once, with a small sandbox like the grader's."""
+    if not (is_root() and bwrap() is not None and can_disable_userns() and shutil.which("setpriv")):
+        return False
+    try:
+        with tempfile.TemporaryDirectory(prefix="attnlib-userns-check-") as work:
+            in_dir = Path(work, "in")
+            in_dir.mkdir()
+            cmd = command([sys.executable, "-c", _NESTED_PROBE], read_only=python_paths(), in_dir=in_dir,
+                          env={"PATH": "/usr/bin:/bin"}, limits=Limits(wall_s=60), userns=True)
+            said = bytearray()
+            done = run(cmd, Limits(wall_s=60), Path(work, "log"), output=said, max_output=100)
+            return done.returncode == 0 and said.decode("ascii", "replace").split() == [str(SANDBOX_UID), "refused"]
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
 def command(argv: list[str], *, read_only: list[str], in_dir: Path, out_dir: Path | None = None,
             env: dict[str, str], limits: Limits, cwd: str = TMP, hidden: list[str] = (),
-            emptied: list[str] = ()) -> list[str]:
+            emptied: list[str] = (), userns: bool | None = None) -> list[str]:
     """The bwrap command line that runs ``argv`` in the sandbox; ``in_dir`` appears at :data:`IN`
     (read-only), ``out_dir`` (if any) at :data:`OUT` (writable), each of ``read_only`` at its own
-    path; each file of ``hidden`` reads as empty there and each folder of ``emptied`` as empty."""
+    path; each file of ``hidden`` reads as empty there and each folder of ``emptied`` as empty.
+    ``userns`` (as root): drop to user 65534 before bwrap and let it make a user namespace with
+    nested ones forbidden (True), or not (False); None: where :func:`root_userns` found it works.
+    Run it with :func:`run`: as root, that mounts the folders bound where user 65534's bwrap can reach them."""
     tool = bwrap()
     if tool is None:
         raise RuntimeError("bwrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)")
@@ -144,7 +186,14 @@ def command(argv: list[str], *, read_only: list[str], in_dir: Path, out_dir: Pat
     cmd += ["--chdir", cwd]
     for key, value in env.items():
         cmd += ["--setenv", key, value]
-    if is_root():  # not bwrap's user namespace: made by root, its user would be root outside
+    if is_root() and (userns if userns is not None else root_userns()):
+        # nobody before bwrap: bwrap's user namespace is then made by user 65534 (its user is nobody
+        # outside too) and forbids user namespaces inside it; :func:`run` sees to the bind sources
+        setpriv = shutil.which("setpriv") or "/usr/bin/setpriv"
+        cmd = [setpriv, f"--reuid={SANDBOX_UID}", f"--regid={SANDBOX_UID}", "--clear-groups", "--inh-caps=-all",
+               "--no-new-privs", "--pdeathsig=keep", "--", *cmd,
+               "--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--disable-userns", "--"]
+    elif is_root():  # not bwrap's user namespace: made by root, its user would be root outside
         setpriv = shutil.which("setpriv") or "/usr/bin/setpriv"
         cmd += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--",
                 setpriv, f"--reuid={SANDBOX_UID}", f"--regid={SANDBOX_UID}", "--clear-groups", "--no-new-privs", "--"]
@@ -236,7 +285,7 @@ class Cgroup:
         return f"no {' or '.join(self.missing) or 'memory or pids'} cgroup here: memory and processes limited per process only"
 
 
-def _set_limits(limits: Limits, nproc: int, cgroup: Cgroup | None = None):
+def _set_limits(limits: Limits, nproc: int, cgroup: Cgroup | None = None, stage: tuple | None = None):
     def apply():
         try:  # bwrap dies with the grader, whatever kills it (its sandbox then dies with bwrap)
             import ctypes
@@ -246,6 +295,8 @@ def _set_limits(limits: Limits, nproc: int, cgroup: Cgroup | None = None):
             pass
         if cgroup is not None:
             cgroup.enter()
+        if stage is not None:
+            _stage(*stage)
         for which, value in ((resource.RLIMIT_DATA, limits.memory_bytes), (resource.RLIMIT_CPU, limits.cpu_s),
                              (resource.RLIMIT_FSIZE, limits.file_bytes), (resource.RLIMIT_CORE, 0),
                              (resource.RLIMIT_NPROC, nproc)):
@@ -302,13 +353,73 @@ class _Drain(threading.Thread):
             self.pipe.close()
 
 
+def _bwrap_at(cmd: list[str]) -> int:
+    """Where bwrap is in ``cmd``: first, or after setpriv's options (as root, nobody before bwrap)."""
+    return cmd.index("--") + 1 if Path(cmd[0]).name == "setpriv" else 0
+
+
 def _argfile(cmd: list[str], args) -> tuple[list[str], tuple]:
     """bwrap reads its options from a file: its process in the sandbox shows no path."""
-    split = cmd.index("--")  # the options; the command itself stays on the command line
-    args.write(b"".join(os.fsencode(a) + b"\0" for a in cmd[1:split]))
+    at = _bwrap_at(cmd)
+    split = cmd.index("--", at + 1)  # the options; the command itself stays on the command line
+    args.write(b"".join(os.fsencode(a) + b"\0" for a in cmd[at + 1:split]))
     args.flush()
     args.seek(0)
-    return [cmd[0], "--args", str(args.fileno()), *cmd[split:]], (args.fileno(),)
+    return [*cmd[:at + 1], "--args", str(args.fileno()), *cmd[split:]], (args.fileno(),)
+
+
+#: bwrap's options that command() writes, and how many values each takes (the rest take none).
+_VALUES = {"--symlink": 2, "--ro-bind": 2, "--bind": 2, "--setenv": 2, "--perms": 1, "--size": 1, "--tmpfs": 1,
+           "--dir": 1, "--remount-ro": 1, "--proc": 1, "--dev": 1, "--chdir": 1, "--hostname": 1, "--uid": 1,
+           "--gid": 1, "--cap-add": 1}
+
+
+def _staged(cmd: list[str], stage: str) -> tuple[list[str], list[str]]:
+    """``cmd`` (nobody before bwrap) with each bind's source replaced by ``stage``/N, and those sources.
+    bwrap, run by user 65534, cannot reach a source under a folder only root may enter (``/root``,
+    a 0700 temporary folder); the sandbox's process, still root, bind-mounts each source at
+    ``stage``/N in a mount namespace of its own first (:func:`_stage`)."""
+    at = _bwrap_at(cmd)
+    out, sources, i = cmd[:at + 1], [], at + 1
+    while cmd[i] != "--":
+        option, count = cmd[i], _VALUES.get(cmd[i], 0)
+        values = cmd[i + 1:i + 1 + count]
+        if option in ("--ro-bind", "--bind"):
+            values = [f"{stage}/{len(sources)}", values[1]]
+            sources.append(cmd[i + 1])
+        out += [option, *values]
+        i += 1 + count
+    return out + cmd[i:], sources
+
+
+#: Where :func:`run` makes the empty folder a sandbox's bind sources are mounted on (in its own mount
+#: namespace): in /tmp, which user 65534 may enter, whatever ``TMPDIR`` says (a folder it may not).
+_STAGE_IN = "/tmp"
+
+
+def _stage(stage: str, sources: list[str]) -> None:
+    """In the sandbox's process, as root, before it drops to user 65534: a mount namespace of its own,
+    a tmpfs at ``stage`` that user 65534 may enter, each of ``sources`` bind-mounted at ``stage``/N.
+    (Gone with the sandbox's bwrap, the namespace's last process; the host sees none of it.)"""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def check(result, what):
+        if result != 0:
+            raise OSError(ctypes.get_errno(), f"{what}: {os.strerror(ctypes.get_errno())}")
+
+    check(libc.unshare(0x00020000), "unshare(CLONE_NEWNS)")  # CLONE_NEWNS
+    check(libc.mount(b"none", b"/", None, (1 << 18) | 16384, None), "make / private")  # MS_PRIVATE | MS_REC
+    check(libc.mount(b"tmpfs", stage.encode(), b"tmpfs", 2 | 8, b"mode=0755,size=65536"), "tmpfs")  # nosuid, noexec
+    for n, source in enumerate(sources):
+        target = f"{stage}/{n}"
+        if os.path.isdir(source):
+            os.mkdir(target, 0o755)
+        else:
+            os.close(os.open(target, os.O_CREAT | os.O_WRONLY, 0o644))
+        check(libc.mount(os.fsencode(source), target.encode(), None, 4096 | 16384, None),  # MS_BIND | MS_REC
+              f"bind {source}")
 
 
 #: In a command for :func:`run` with ``report``: the number of the file descriptor to report on.
@@ -325,18 +436,25 @@ def run(cmd: list[str], limits: Limits, log: Path, *, sandboxed: bool = True, st
     reads on standard input; ``output``: where its standard output goes, ``max_output`` bytes at
     most (the judge's answers, over a pipe the notebook never had); ``report``: what it writes to
     the file descriptor that replaces :data:`REPORT_FD` in ``cmd`` (another pipe)."""
+    drop_first = sandboxed and is_root() and Path(cmd[0]).name == "setpriv"
     if sandboxed and is_root():
-        nproc = limits.processes  # user 65534's processes
+        nproc = limits.processes + (2 if drop_first else 0)  # user 65534's processes (and bwrap's two)
     else:
         nproc = _user_processes(os.getuid()) + limits.processes
+    note = "" if not sandboxed or "--disable-userns" in cmd else USERNS_NOTE
     cgroup = Cgroup(limits, f"attnlib-grade-{os.getpid()}-{os.urandom(4).hex()}") if sandboxed else None
     start = time.monotonic()
     try:
-        with open(log, "wb") as log_file, tempfile.TemporaryFile() as args:
-            pass_fds, report_pipe = (), None
+        staging = tempfile.TemporaryDirectory(prefix="attnlib-stage-", dir=_STAGE_IN) if drop_first else \
+            contextlib.nullcontext()
+        with open(log, "wb") as log_file, tempfile.TemporaryFile() as args, staging as stage_dir:
+            pass_fds, report_pipe, stage = (), None, None
             if report is not None:
                 report_pipe = os.pipe()
                 cmd = [a.replace(REPORT_FD, str(report_pipe[1])) for a in cmd]
+            if drop_first:
+                cmd, sources = _staged(cmd, stage_dir)
+                stage = (stage_dir, sources)
             if sandboxed:
                 cmd, pass_fds = _argfile(cmd, args)
             if report_pipe is not None:
@@ -345,7 +463,7 @@ def run(cmd: list[str], limits: Limits, log: Path, *, sandboxed: bool = True, st
                 proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
                                         stdout=subprocess.PIPE,
                                         stderr=subprocess.STDOUT if output is None else subprocess.PIPE,
-                                        start_new_session=True, preexec_fn=_set_limits(limits, nproc, cgroup),
+                                        start_new_session=True, preexec_fn=_set_limits(limits, nproc, cgroup, stage),
                                         pass_fds=pass_fds, env=env)
             finally:
                 if report_pipe is not None:
@@ -381,7 +499,7 @@ def run(cmd: list[str], limits: Limits, log: Path, *, sandboxed: bool = True, st
     finally:
         if cgroup is not None:
             cgroup.close()
-    return Finished(code, time.monotonic() - start, cgroup.note if cgroup is not None else "",
+    return Finished(code, time.monotonic() - start, "; ".join(filter(None, [cgroup.note if cgroup else "", note])),
                     output is not None and drains[0].overflow)
 
 

@@ -25,7 +25,9 @@ share, a flip fraction, an accuracy) is a mean over sentences, and the sentences
   :func:`compare_f1_over_seeds` -- where several seeds of one recipe were scored on the same
   sentences (seeds x instances): an interval that carries both the seed noise and the sentence
   noise, and a verdict that says in how many seeds a difference holds, "within noise", or that
-  the seeds disagree;
+  the seeds disagree; :func:`pooled_interval`, :func:`pooled_comparison` and
+  :func:`percentile_interval` do the same from any statistic's per-seed values and bootstrap draws
+  (a median, a group's share), for callers that compute those themselves;
 * :func:`normal_p` and :func:`holm` -- where a page runs many tests at once (every head, every
   layer), the two-sided p-value of each change against its standard error and Holm's
   step-down correction, so that one test in twenty passing at 5% is not read as a finding.
@@ -49,7 +51,8 @@ import numpy as np
 
 __all__ = ["Interval", "Comparison", "RankedTable", "bootstrap", "compare", "mcnemar_exact", "f1", "compare_f1", "proportion", "rank", "ranks_from_wins", "rank_columns", "rank_table", "seed_interval",
            "normal_p", "normal_interval", "holm", "welch", "over_seeds", "SeedComparison", "compare_over_seeds",
-           "f1_over_seeds", "compare_f1_over_seeds", "LEVEL", "RESAMPLES", "WITHIN_NOISE", "SEEDS_DISAGREE"]
+           "f1_over_seeds", "compare_f1_over_seeds", "pooled_interval", "pooled_comparison",
+           "percentile_interval", "LEVEL", "RESAMPLES", "WITHIN_NOISE", "SEEDS_DISAGREE"]
 
 #: the confidence level of every interval in the book
 LEVEL = 0.95
@@ -752,11 +755,7 @@ def over_seeds(values, *, level: float = LEVEL, resamples: int = RESAMPLES, seed
     matrix = _seed_matrix(values, "values")
     (estimates,), (draws,) = _seed_draws([matrix], resamples, seed)
     n = int((~np.isnan(matrix)).any(0).sum())
-    estimate = float(np.nanmean(estimates)) if np.isfinite(estimates).any() else float("nan")
-    if matrix.shape[0] == 1:
-        return _one_model(estimate, draws[:, 0], n, level)
-    return _pooled(estimate, [_seed_part(estimates)], _sentence_variance(np.nanmean(draws, axis=1)), matrix.shape[0],
-                   level, _support(matrix))
+    return pooled_interval(estimates, draws, n=n, level=level, bounds=_support(matrix))
 
 
 @dataclass(frozen=True)
@@ -857,21 +856,73 @@ def _check_seed_pairs(a: np.ndarray, b: np.ndarray, paired_seeds: bool) -> None:
                             "compared one by one"))
 
 
-def _seed_comparison(est_a, est_b, draws_a, draws_b, per_seed, paired_seeds, level,
-                     ranges=((-math.inf, math.inf),) * 3) -> SeedComparison:
+def _finite_mean(values: np.ndarray) -> float:
+    """The mean of the finite values, NaN (without a warning) when there are none."""
+    finite = values[np.isfinite(values)]
+    return float(finite.mean()) if finite.size else float("nan")
+
+
+def _mean_over_seeds(draws: np.ndarray) -> np.ndarray:
+    """(B,) each resample's mean over the seeds that have a value (NaN, without a warning, where none has)."""
+    finite = np.isfinite(draws)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(finite, draws, 0.0).sum(1) / finite.sum(1)
+
+
+def pooled_interval(per_seed, draws, *, n: int, level: float = LEVEL,
+                    bounds: tuple = (-math.inf, math.inf)) -> Interval:
+    """The interval of a statistic's mean over seeds from its per-seed values and their bootstrap
+    draws: :func:`over_seeds`' interval for any statistic (a median, a group's share), not only a
+    mean over the instances.
+
+    ``per_seed`` (S,): the statistic of each seed's model on the sentences (NaN: a seed without
+    it). ``draws`` (B, S): the statistic on B resamples of the sentences, drawn *together* for
+    every seed (one draw of sentences per row), so the crossing of seeds and sentences is kept.
+    ``n``: the number of sentences behind it; ``bounds``: where the mean can lie. The estimate
+    is the mean of the finite per-seed values; the interval, :func:`over_seeds`' (its docstring
+    says why not a nested bootstrap). With one seed, the percentile interval of the draws,
+    marked "one model".
+    """
+    est = np.asarray(per_seed, dtype=np.float64).ravel()
+    draws = np.asarray(draws, dtype=np.float64)
+    if draws.ndim != 2 or draws.shape[1] != est.size or est.size == 0:
+        raise ValueError(f"per_seed must be (S,) and draws (B, S) of the same S >= 1, got {est.shape} and {draws.shape}")
+    estimate = _finite_mean(est)
+    if est.size == 1:
+        return _one_model(estimate, draws[:, 0], n, level)
+    return _pooled(estimate, [_seed_part(est)], _sentence_variance(_mean_over_seeds(draws)), est.size, level, bounds)
+
+
+def pooled_comparison(est_a, est_b, draws_a, draws_b, per_seed, *, paired_seeds: bool, level: float = LEVEL,
+                      ranges=((-math.inf, math.inf),) * 3) -> SeedComparison:
+    """Two statistics' means over seeds and their difference, from per-seed values and bootstrap
+    draws (:func:`pooled_interval`'s inputs for each side), with the per-seed comparisons
+    ``per_seed`` (S :class:`Comparison`): :func:`compare_over_seeds`' verdict for any statistic.
+    ``paired_seeds``: the k-th seed's model gives both sides (the seed part of the difference is
+    the spread of the per-seed differences), else two recipes (their seed parts add, Welch).
+    ``ranges``: where side a, side b and their difference can lie."""
+    est_a, est_b = np.asarray(est_a, dtype=np.float64), np.asarray(est_b, dtype=np.float64)
     S = len(est_a)
-    mean_a, mean_b = float(np.nanmean(est_a)), float(np.nanmean(est_b))
+    mean_a, mean_b = _finite_mean(est_a), _finite_mean(est_b)
     if S == 1:
         side_a = _one_model(mean_a, draws_a[:, 0], per_seed[0].a.n, level)
         side_b = _one_model(mean_b, draws_b[:, 0], per_seed[0].b.n, level)
         return SeedComparison(side_a, side_b, per_seed[0].difference, tuple(per_seed), paired_seeds)
-    va, vb = _sentence_variance(np.nanmean(draws_a, 1)), _sentence_variance(np.nanmean(draws_b, 1))
-    side_a = _pooled(mean_a, [_seed_part(est_a)], va, S, level, ranges[0])
-    side_b = _pooled(mean_b, [_seed_part(est_b)], vb, S, level, ranges[1])
-    diff_draws = np.nanmean(draws_a, 1) - np.nanmean(draws_b, 1)
+    mean_draws_a, mean_draws_b = _mean_over_seeds(draws_a), _mean_over_seeds(draws_b)
+    side_a = _pooled(mean_a, [_seed_part(est_a)], _sentence_variance(mean_draws_a), S, level, ranges[0])
+    side_b = _pooled(mean_b, [_seed_part(est_b)], _sentence_variance(mean_draws_b), S, level, ranges[1])
     parts = [_seed_part(est_a - est_b)] if paired_seeds else [_seed_part(est_a), _seed_part(est_b)]
-    difference = _pooled(mean_a - mean_b, parts, _sentence_variance(diff_draws), S, level, ranges[2])
+    difference = _pooled(mean_a - mean_b, parts, _sentence_variance(mean_draws_a - mean_draws_b), S, level,
+                         ranges[2])
     return SeedComparison(side_a, side_b, difference, tuple(per_seed), paired_seeds)
+
+
+def percentile_interval(estimate: float, draws, n: int, *, level: float = LEVEL) -> Interval:
+    """The percentile bootstrap interval of one model's statistic from its bootstrap draws over
+    ``n`` sentences (fewer than 2 give no spread; NaN draws are left out): :func:`bootstrap`'s
+    interval for any statistic (a median, a share of a group)."""
+    draws = np.asarray(draws, dtype=np.float64).ravel()
+    return _interval(float(estimate), draws if n > 1 else draws[:0], int(n), level)
 
 
 def compare_over_seeds(a, b, *, paired_seeds: bool = True, level: float = LEVEL, resamples: int = RESAMPLES,
@@ -899,8 +950,8 @@ def compare_over_seeds(a, b, *, paired_seeds: bool = True, level: float = LEVEL,
                 for k in range(ma.shape[0])]
     (lo_a, hi_a), (lo_b, hi_b) = _support(ma), _support(mb)
     difference = (lo_a - hi_b, hi_a - lo_b)
-    return _seed_comparison(est_a, est_b, draws_a, draws_b, per_seed, paired_seeds, level,
-                            ((lo_a, hi_a), (lo_b, hi_b), difference))
+    return pooled_comparison(est_a, est_b, draws_a, draws_b, per_seed, paired_seeds=paired_seeds, level=level,
+                             ranges=((lo_a, hi_a), (lo_b, hi_b), difference))
 
 
 def _f1_seed_draws(labels, predicted: list, resamples: int, seed: int):
@@ -949,5 +1000,5 @@ def compare_f1_over_seeds(labels, predicted_a, predicted_b, *, paired_seeds: boo
                                                        resamples, seed)
     per_seed = [compare_f1(labels, ma[k], mb[k], level=level, resamples=resamples, seed=seed)
                 for k in range(ma.shape[0])]
-    return _seed_comparison(est_a, est_b, draws_a, draws_b, per_seed, paired_seeds, level,
-                            ((0.0, 1.0), (0.0, 1.0), (-1.0, 1.0)))
+    return pooled_comparison(est_a, est_b, draws_a, draws_b, per_seed, paired_seeds=paired_seeds, level=level,
+                             ranges=((0.0, 1.0), (0.0, 1.0), (-1.0, 1.0)))

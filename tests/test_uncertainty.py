@@ -403,3 +403,60 @@ def test_a_group_of_one_keeps_its_estimate_but_gets_no_interval():
     assert np.isnan(c.difference.low) and np.isnan(c.difference.high)
     assert c.verdict == U.WITHIN_NOISE
     assert np.isnan(U.compare([], [0.0, 1.0], paired=False).difference.estimate)
+
+
+def _resampled_together(matrix, resamples=400, seed=3):
+    """(B, S): each seed's mean over the same draws of columns (an explicit loop, the oracle)."""
+    rng = np.random.default_rng(seed)
+    n = matrix.shape[1]
+    return np.stack([matrix[:, rng.integers(0, n, n)].mean(1) for _ in range(resamples)])
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(1, 4), st.integers(5, 30), st.integers(0, 10_000))
+def test_pooled_interval_is_over_seeds_interval_from_any_draws(S, n, salt):
+    """Fed the per-seed means and draws of the columns resampled together, pooled_interval is
+    over_seeds' interval: the same estimate, the same seed part, a sentence part from the draws."""
+    rng = np.random.default_rng(salt)
+    matrix = rng.normal(size=(S, 1)) + rng.normal(size=(S, n))
+    draws = _resampled_together(matrix)
+    mine = U.pooled_interval(matrix.mean(1), draws, n=n)
+    theirs = U.over_seeds(matrix)
+    assert mine.estimate == pytest.approx(theirs.estimate)
+    assert mine.method == theirs.method
+    if S > 1:  # the seed part is the same; the sentence parts are two bootstraps of one variance
+        assert mine.high - mine.low == pytest.approx(theirs.high - theirs.low, rel=0.35)
+        assert mine.high - mine.low >= 2 * 1.96 * np.sqrt(np.var(matrix.mean(1), ddof=1) / S) * 0.999
+
+
+def test_pooled_interval_widens_with_the_seed_spread_and_checks_its_shapes():
+    rng = np.random.default_rng(0)
+    base = rng.normal(size=(1, 50)).repeat(3, 0)
+    tight = U.pooled_interval(base.mean(1), _resampled_together(base), n=50)
+    spread = base + np.array([[-1.0], [0.0], [1.0]])
+    wide = U.pooled_interval(spread.mean(1), _resampled_together(spread), n=50)
+    assert wide.high - wide.low > 5 * (tight.high - tight.low)
+    with pytest.raises(ValueError, match="same S"):
+        U.pooled_interval([0.1, 0.2], np.zeros((10, 3)), n=5)
+
+
+def test_percentile_interval_is_the_bootstraps_and_has_no_spread_below_two_sentences():
+    x = np.random.default_rng(1).normal(size=40)
+    boot = U.bootstrap(x, seed=4)
+    rng = np.random.default_rng(4)
+    draws = np.array([x[rng.integers(0, 40, 40)].mean() for _ in range(U.RESAMPLES)])
+    mine = U.percentile_interval(x.mean(), draws, 40)
+    assert mine.estimate == pytest.approx(boot.estimate)
+    assert mine.low == pytest.approx(boot.low, abs=0.05) and mine.high == pytest.approx(boot.high, abs=0.05)
+    one = U.percentile_interval(0.3, [0.1, 0.5], 1)
+    assert (one.low, one.high) == (0.3, 0.3)
+
+
+def test_pooled_comparison_is_compare_over_seeds_verdict():
+    rng = np.random.default_rng(2)
+    a = rng.normal(0.5, 0.1, size=(3, 60))
+    b = a - 0.2 + rng.normal(0, 0.05, size=(3, 60))
+    c = U.compare_over_seeds(a, b)
+    assert c.verdict == "higher" and c.support == 3
+    same = U.compare_over_seeds(a, a)
+    assert same.verdict == U.WITHIN_NOISE

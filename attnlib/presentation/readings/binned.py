@@ -23,8 +23,8 @@ mean: the variance of the estimate is split into
   seeds and sentences is kept and the group sizes vary as they would in a new sample;
 
 and the interval is estimate +- t x sqrt(sum) with Welch-Satterthwaite's degrees of freedom,
-as ``over_seeds`` computes it (its private helpers are restated here, :func:`_pooled` and
-:func:`_comparison`: ``uncertainty`` takes per-sentence values and means only). The seed part
+as ``over_seeds`` computes it (:func:`attnlib.uncertainty.pooled_interval` and
+:func:`~attnlib.uncertainty.pooled_comparison`, fed with each seed's median). The seed part
 also carries each seed's own sampling of its group, so it errs wide, as ``over_seeds`` does.
 A comparison of two groups of one model (two bins, two classes) is paired over seeds (the
 k-th seed's model gives both); two models (two encoders) are two recipes, whose seed parts
@@ -61,84 +61,6 @@ __all__ = ["MIN_FOR_MEDIAN", "GroupMedians", "group_medians", "group_means", "bi
 #: the fewest sentences a group needs in every seed for a 95% interval of its median
 #: (order statistics: 1 - 2 x 0.5^n >= 0.95 from n = 6 on)
 MIN_FOR_MEDIAN = 6
-
-
-def _interval(estimate: float, draws: np.ndarray, n: int, level: float) -> uncertainty.Interval:
-    """The percentile bootstrap interval of one model's statistic (``uncertainty.bootstrap``'s)."""
-    draws = draws[np.isfinite(draws)]
-    if n == 0 or not np.isfinite(estimate):
-        return uncertainty.Interval(float("nan"), float("nan"), float("nan"), n, level)
-    if draws.size == 0 or n < 2:
-        return uncertainty.Interval(estimate, estimate, estimate, n, level)
-    low, high = np.quantile(draws, [(1 - level) / 2, (1 + level) / 2])
-    return uncertainty.Interval(float(estimate), float(min(low, estimate)), float(max(high, estimate)), n, level)
-
-
-def _seed_part(per_seed: np.ndarray) -> tuple[float, int]:
-    """(variance of the mean over seeds, its degrees of freedom) from the per-seed statistics."""
-    per_seed = per_seed[np.isfinite(per_seed)]
-    k = len(per_seed)
-    return (float(np.var(per_seed, ddof=1)) / k, k - 1) if k > 1 else (0.0, 0)
-
-
-def _sentence_variance(draws: np.ndarray) -> float:
-    """The bootstrap variance of a statistic over resampled sentences (NaN draws left out)."""
-    finite = draws[np.isfinite(draws)]
-    return float(np.var(finite, ddof=1)) if finite.size > 1 else 0.0
-
-
-def _nanmean(values: np.ndarray) -> float:
-    """The mean of the finite values, NaN (without a warning) when there are none."""
-    finite = values[np.isfinite(values)]
-    return float(finite.mean()) if finite.size else float("nan")
-
-
-def _mean_over_seeds(draws: np.ndarray) -> np.ndarray:
-    """(B,) each resample's mean over the seeds that have a value (NaN where none has)."""
-    finite = np.isfinite(draws)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(finite, draws, 0.0).sum(1) / finite.sum(1)
-
-
-def _pooled(estimate: float, seed_parts: list, sentence_var: float, n: int, level: float,
-            bounds: tuple = (-np.inf, np.inf)) -> uncertainty.Interval:
-    """estimate +- t x sqrt(seed variance + sentence variance), Welch-Satterthwaite's degrees of
-    freedom (the sentence part taken as known), clipped to ``bounds``: ``over_seeds``' interval."""
-    from scipy import stats
-
-    method = "t over seeds and sentences"
-    total = sum(v for v, _ in seed_parts) + sentence_var
-    if not np.isfinite(estimate):
-        return uncertainty.Interval(float("nan"), float("nan"), float("nan"), n, level, method=method)
-    if total <= 0:
-        return uncertainty.Interval(estimate, estimate, estimate, n, level, method=method)
-    denominator = sum(v * v / df for v, df in seed_parts if v > 0)
-    df = total * total / denominator if denominator > 0 else np.inf
-    quantile = stats.t.ppf(0.5 + level / 2, df) if np.isfinite(df) else stats.norm.ppf(0.5 + level / 2)
-    half = float(quantile * np.sqrt(total))
-    return uncertainty.Interval(float(estimate), max(float(estimate) - half, bounds[0]),
-                                min(float(estimate) + half, bounds[1]), n, level, method=method)
-
-
-def _comparison(est_a, est_b, draws_a, draws_b, per_seed, paired_seeds: bool, level: float,
-                ranges: tuple) -> uncertainty.SeedComparison:
-    """Both sides and their difference pooled over seeds and sentences (``compare_over_seeds``'):
-    with ``paired_seeds`` the seed part is the spread of the per-seed differences, otherwise
-    the two sides' seed parts add (Welch)."""
-    S = len(est_a)
-    mean_a, mean_b = _nanmean(est_a), _nanmean(est_b)
-    if S == 1:
-        side_a = _interval(mean_a, draws_a[:, 0], per_seed[0].a.n, level)
-        side_b = _interval(mean_b, draws_b[:, 0], per_seed[0].b.n, level)
-        one = [uncertainty.Interval(i.estimate, i.low, i.high, i.n, level, method="bootstrap, one model")
-               for i in (side_a, side_b)]
-        return uncertainty.SeedComparison(one[0], one[1], per_seed[0].difference, tuple(per_seed), paired_seeds)
-    mean_draws_a, mean_draws_b = _mean_over_seeds(draws_a), _mean_over_seeds(draws_b)
-    side_a = _pooled(mean_a, [_seed_part(est_a)], _sentence_variance(mean_draws_a), S, level, ranges[0])
-    side_b = _pooled(mean_b, [_seed_part(est_b)], _sentence_variance(mean_draws_b), S, level, ranges[1])
-    parts = [_seed_part(est_a - est_b)] if paired_seeds else [_seed_part(est_a), _seed_part(est_b)]
-    difference = _pooled(mean_a - mean_b, parts, _sentence_variance(mean_draws_a - mean_draws_b), S, level, ranges[2])
-    return uncertainty.SeedComparison(side_a, side_b, difference, tuple(per_seed), paired_seeds)
 
 
 def bin_codes(max_attention) -> tuple[np.ndarray, tuple]:
@@ -216,19 +138,17 @@ class GroupMedians:
 
     def estimate(self, group) -> float:
         """The mean over seeds of the per-seed medians (over the seeds that have the group)."""
-        return _nanmean(self.per_seed[:, self._index(group)])
+        values = self.per_seed[:, self._index(group)]
+        finite = values[np.isfinite(values)]
+        return float(finite.mean()) if finite.size else float("nan")
 
     def interval(self, group) -> uncertainty.Interval:
         """The group's median, mean over seeds, with its interval over seeds and sentences (module
         docstring). With one seed, the percentile interval of the sentence bootstrap."""
         j = self._index(group)
-        est = self.estimate(group)
         n = int(self.counts[:, j].max())
-        if self.n_seeds == 1:
-            iv = _interval(est, self.draws[:, 0, j], n, self.level)
-            return uncertainty.Interval(iv.estimate, iv.low, iv.high, n, self.level, method="bootstrap, one model")
-        sentence = _sentence_variance(_mean_over_seeds(self.draws[:, :, j]))
-        return _pooled(est, [_seed_part(self.per_seed[:, j])], sentence, self.n_seeds, self.level, self.bounds)
+        return uncertainty.pooled_interval(self.per_seed[:, j], self.draws[:, :, j], n=n, level=self.level,
+                                           bounds=self.bounds)
 
     def compare(self, group, other: "GroupMedians", other_group, *, paired_seeds: bool) -> uncertainty.SeedComparison:
         """This group's median against ``other``'s ``other_group`` (``other`` may be ``self``: two
@@ -243,13 +163,15 @@ class GroupMedians:
         per_seed = []
         for k in range(self.n_seeds):
             n_a, n_b = int(self.counts[k, i]), int(other.counts[k, j])
-            a = _interval(float(est_a[k]), draws_a[:, k], n_a, self.level)
-            b = _interval(float(est_b[k]), draws_b[:, k], n_b, self.level)
-            d = _interval(float(est_a[k] - est_b[k]), draws_a[:, k] - draws_b[:, k], min(n_a, n_b), self.level)
+            a = uncertainty.percentile_interval(est_a[k], draws_a[:, k], n_a, level=self.level)
+            b = uncertainty.percentile_interval(est_b[k], draws_b[:, k], n_b, level=self.level)
+            d = uncertainty.percentile_interval(est_a[k] - est_b[k], draws_a[:, k] - draws_b[:, k], min(n_a, n_b),
+                                                level=self.level)
             per_seed.append(uncertainty.Comparison(a, b, d, paired=False))
         lo, hi = self.bounds
         ranges = (self.bounds, other.bounds, (lo - other.bounds[1], hi - other.bounds[0]))
-        return _comparison(est_a, est_b, draws_a, draws_b, per_seed, paired_seeds, self.level, ranges)
+        return uncertainty.pooled_comparison(est_a, est_b, draws_a, draws_b, per_seed, paired_seeds=paired_seeds,
+                                             level=self.level, ranges=ranges)
 
 
 def _checked(values, groups, labels, resamples):

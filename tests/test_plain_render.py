@@ -161,3 +161,49 @@ def test_the_grader_runs_no_prose_cell(path):
     nb = nbformat.read(path, as_version=4)
     ran = grade.setup_cells(nb) + grade.exercise_cells(nb)
     assert ran and not [i for i in ran if "prose" in _tags(nb.cells[i])]
+
+
+def _shown_outputs(nb) -> list[list[dict]]:
+    """Each run of outputs a reader sees in order: a code cell's, and each interactive figure's
+    (an Output widget's, stored in the notebook's widget state)."""
+    runs = [list(cell.get("outputs", [])) for cell in nb.cells if cell.cell_type == "code"]
+    state = nb.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
+    runs += [list(w["state"].get("outputs", [])) for w in state.values() if w.get("model_name") == "OutputModel"]
+    return runs
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_every_figure_has_its_text_alternative_in_every_front_end(path):
+    """Colab and JupyterLab show a PNG with no alt text: each figure output carries its
+    description as nbconvert's alt (output metadata) and is followed by the folded caption
+    (attnlib.viz.caption) that every front end shows; the plain render has one per image."""
+    from attnlib.presentation import viz
+
+    nb = nbformat.read(path, as_version=4)
+    figures = 0
+    for outputs in _shown_outputs(nb):
+        for k, out in enumerate(outputs):
+            if "image/png" not in out.get("data", {}):
+                continue
+            figures += 1
+            alt = out.get("metadata", {}).get("image/png", {}).get("alt", "")
+            assert len(alt.split()) >= 5, f"{path.name}: a figure without a description: {alt!r}"
+            after = outputs[k + 1] if k + 1 < len(outputs) else {}
+            assert after.get("data") == viz.caption(alt), f"{path.name}: no caption after the figure {alt[:60]!r}"
+    html, _ = _visible_text(path)
+    images = len(re.findall(r"<img\b", html))
+    captions = len(re.findall(r'<details class="figure-words"><summary>' + viz.CAPTION_TITLE, html))
+    assert images == captions, f"{path.name}: {images} images, {captions} captions in the plain render"
+    assert 'alt="No description' not in html
+
+
+def test_a_caption_is_folded_escaped_and_says_the_description():
+    from attnlib.presentation import viz
+
+    made = viz.caption("F1 <by> guide:\n 0.80 & 0.75")
+    assert made["text/plain"] == f"{viz.CAPTION_TITLE}: F1 <by> guide: 0.80 & 0.75"
+    assert made["text/markdown"].startswith('<details class="figure-words">')
+    assert "F1 &lt;by&gt; guide: 0.80 &amp; 0.75</details>" in made["text/markdown"]
+    assert "\n" not in made["text/markdown"]  # one raw-HTML line: no Markdown inside it
+    with pytest.raises(ValueError, match="description"):
+        viz.caption("  ")

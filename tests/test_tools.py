@@ -239,3 +239,65 @@ def test_a_figures_alt_text_is_the_description_the_kernel_wrote_into_its_png():
     assert figure_alt.png_description(png) == "Two lines."
     assert figure_alt.png_description(b"not a png") is None
     plt.close(fig)
+
+
+def test_the_notebooks_zip_holds_every_chapter_byte_for_byte_and_is_the_same_twice(tmp_path):
+    import zipfile
+
+    import notebooks_zip
+
+    root = Path(__file__).resolve().parents[1]
+    first = notebooks_zip.write_zip(root / "chapters", tmp_path / "a")
+    second = notebooks_zip.write_zip(root / "chapters", tmp_path / "b")
+    assert first.read_bytes() == second.read_bytes()  # no timestamp of the build in it
+    chapters = sorted((root / "chapters").glob("[0-9]*.ipynb"))
+    with zipfile.ZipFile(first) as archive:
+        names = archive.namelist()
+        assert names == [f"{notebooks_zip.FOLDER}/{p.name}" for p in chapters]
+        assert all(archive.read(f"{notebooks_zip.FOLDER}/{p.name}") == p.read_bytes() for p in chapters)
+    assert not list((tmp_path / "a").glob(".*partial"))
+    with pytest.raises(FileNotFoundError, match="no chapter notebooks"):
+        notebooks_zip.write_zip(tmp_path, tmp_path / "c")
+    assert "notebooks_zip" in (root / "_config.yml").read_text() and 'href="notebooks.zip"' in (
+        root / "book" / "intro.md").read_text()
+
+
+def test_glossary_links_go_to_existing_entries_and_every_chapter_links_its_first_uses():
+    import json
+
+    import glossary_links as G
+
+    known = G.entries()
+    assert set(G.TERMS) <= set(known) and len(known) >= 20
+    assert known["Kendall tau"] == "kendall-tau" and known["Within noise"] == "within-noise"
+    root = Path(__file__).resolve().parents[1]
+    linked = 0
+    for path in sorted((root / "chapters").glob("[0-9]*.ipynb")):
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        assert G.broken_links(nb, known) == [], path.name
+        assert G.link_chapter(nb, known) == [], f"{path.name}: run tools/glossary_links.py"
+        linked += sum("".join(c["source"]).count(G.TARGET) for c in nb["cells"])
+    assert linked >= 40
+
+
+def test_a_glossary_link_goes_to_the_first_plain_use_only():
+    import glossary_links as G
+
+    known = {"TVD": "tvd", "JSD": "jsd"}
+    nb = {"cells": [
+        {"cell_type": "markdown", "metadata": {}, "source": ["# TVD in a heading\n", "`TVD` in code and $TVD$ in math\n"]},
+        {"cell_type": "markdown", "metadata": {"tags": ["solution"]}, "source": ["TVD in a solution"]},
+        {"cell_type": "code", "metadata": {"tags": ["prose"]}, "source": ["prose(r\"\"\"\n{ch_tvd} and the TVD here\n\"\"\")"]},
+        {"cell_type": "markdown", "metadata": {}, "source": ["TVD again, [JSD](x) linked elsewhere"]},
+    ]}
+    saved = dict(G.TERMS)
+    G.TERMS.clear()
+    G.TERMS.update({"TVD": r"\bTVD\b", "JSD": r"\bJSD\b"})
+    try:
+        assert G.link_chapter(nb, known) == ["TVD"]
+    finally:
+        G.TERMS.clear()
+        G.TERMS.update(saved)
+    assert "".join(nb["cells"][2]["source"]) == 'prose(r"""\n{ch_tvd} and the [TVD](../book/glossary.md#tvd) here\n""")'
+    assert "".join(nb["cells"][0]["source"]).count("glossary") == 0
+    assert "".join(nb["cells"][3]["source"]) == "TVD again, [JSD](x) linked elsewhere"

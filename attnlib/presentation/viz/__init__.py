@@ -10,8 +10,11 @@ dpi, drawn 1:1 in the page) and none of its text is under :data:`MIN_FONT_PT` (7
 at 1:1). In a notebook kernel the figures are sent at twice that resolution ("retina": the
 PNG has 2x the pixels and is shown at 1x), sharp on a phone or a high-density screen.
 Colour bars say what their colour means. Each figure sent from a kernel carries a text
-description of itself (:func:`describe`: title, panels, axes, legend, colour bars) in its
-PNG, which the book build uses as the image's alt text (``tools/figure_alt.py``).
+description of itself (:func:`describe`: title, panels, axes, legend, colour bars, what its
+data show) in its PNG, which the book build uses as the image's alt text
+(``tools/figure_alt.py``), and in its output's metadata (nbconvert's alt text); and since
+Colab and JupyterLab show a PNG with no alt text at all, the kernel follows each figure with
+the same words, folded under "Figure in words" (:func:`caption`), in every front end.
 
 The functions live by part (:mod:`.core`, the base and the figures several parts share;
 :mod:`.part1` ... :mod:`.part4`), so a new chapter adds to its part's module; every name is

@@ -26,6 +26,8 @@ __all__ = [
     "MIN_FONT_PT",
     "attention_heatmap",
     "compare_heatmap",
+    "CAPTION_TITLE",
+    "caption",
     "describe",
     "finish",
     "fit_column",
@@ -247,11 +249,61 @@ def summarise(fig, summary: str, *, ax=None) -> None:
     said_by[ax] = text
 
 
+#: The title of the folded text under every figure a kernel sends (:func:`caption`).
+CAPTION_TITLE = "Figure in words"
+
+
+def caption(text: str) -> dict:
+    """The output that follows a figure in every front end: its description, folded.
+
+    Colab, JupyterLab and nbconvert show a PNG without alt text (only the book's build reads
+    the description the PNG carries), so each figure a kernel sends is followed by this
+    display bundle: Markdown holding one raw-HTML line, ``<details>`` titled
+    :data:`CAPTION_TITLE` (folded: a sighted reader is not made to read the figure twice,
+    a screen reader hears the title and can open it), and the same words as plain text for
+    a terminal and for nbval to compare.
+    """
+    import html
+
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError("a caption needs the figure's description")
+    words = " ".join(text.split())
+    folded = (f'<details class="figure-words"><summary>{CAPTION_TITLE}</summary>'
+              f"{html.escape(words, quote=False)}</details>")
+    return {"text/markdown": folded, "text/plain": f"{CAPTION_TITLE}: {words}"}
+
+
 def _png_2x(fig):
-    """The inline backend's PNG for a figure, at twice the pixels, shown at 1x, described."""
+    """The inline backend's PNG for a figure, at twice the pixels, shown at 1x, described:
+    in the PNG (the book's alt text) and in the output's metadata (nbconvert's alt text),
+    where :func:`_send_captions` finds it to send the visible :func:`caption` after it."""
     from IPython.core.pylabtools import retina_figure
 
-    return retina_figure(fig, metadata={"Description": describe(fig)})
+    text = describe(fig)
+    made = retina_figure(fig, metadata={"Description": text})
+    if made is None:  # an empty figure: nothing is shown
+        return None
+    png, shape = made
+    return png, {**(shape or {}), "alt": text}
+
+
+def _send_captions(shell) -> None:
+    """After each figure the kernel publishes (a cell's end, ``display(fig)``, a widget's
+    output), publish its :func:`caption`, into the same place. An update of a display in
+    place (``update=True``) sends none: its caption is already there."""
+    publisher = shell.display_pub
+    if getattr(publisher, "_attnlib_captions", False):
+        return
+    publish = publisher.publish
+
+    def publish_then_caption(data, metadata=None, *args, **kwargs):
+        publish(data, metadata, *args, **kwargs)
+        alt = ((metadata or {}).get("image/png") or {}).get("alt")
+        if alt and isinstance(data, dict) and "image/png" in data and not kwargs.get("update"):
+            publish(caption(alt), {})
+
+    publisher.publish = publish_then_caption
+    publisher._attnlib_captions = True
 
 
 def _send_retina() -> None:
@@ -269,6 +321,7 @@ def _send_retina() -> None:
     except ImportError:
         pass
     shell.display_formatter.formatters["image/png"].for_type(matplotlib.figure.Figure, _png_2x)
+    _send_captions(shell)
 
 
 _send_retina()

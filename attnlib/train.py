@@ -44,6 +44,7 @@ __all__ = [
     "lr_schedule",
     "TrainedModel",
     "train_model",
+    "training_cost",
     "fit",
     "label_loss",
     "evaluate",
@@ -516,8 +517,10 @@ def run_concurrently(
 _ENCODER_COST = {"lstm": 6.0, "cnn": 3.0, "average": 1.0, "transformer": 14.0}
 
 
-def _training_cost(dataset, config=None, encoder=None, epochs=None, train_config=None, **_) -> float:
-    """A rough relative cost of training a model (tokens x encoder x epochs), to start long jobs first."""
+def training_cost(dataset, config=None, encoder=None, epochs=None, train_config=None, **_) -> float:
+    """A rough relative cost of training a model (tokens x encoder x epochs) from
+    :func:`train_model`'s keyword arguments: what :func:`run_concurrently`'s ``costs`` takes,
+    to start long jobs first."""
     name = getattr(config, "encoder", "transformer") if config is not None else (encoder or "lstm")
     per_token = _ENCODER_COST.get(name, 6.0)
     if name == "transformer" and hasattr(config, "layers"):
@@ -548,7 +551,7 @@ def train_models(specs, *, workers: int | None = None, progress: bool = True):
             raise ValueError(f"each spec must be a dict of train_model keyword arguments with a 'dataset', got {spec!r:.80}")
     jobs = [functools.partial(train_model, **{"progress": progress, **spec}) for spec in kwargs]
     results = run_concurrently(jobs, workers=workers, progress=progress, description=f"training {len(jobs)} models",
-                               costs=[_training_cost(**spec) for spec in kwargs])
+                               costs=[training_cost(**spec) for spec in kwargs])
     return dict(zip(names, results)) if names is not None else results
 
 

@@ -131,3 +131,19 @@ def test_compare_models_rejects_other_vocabularies(tiny):
         train.compare_models(a, b, tiny.test)
     with pytest.raises(ValueError, match="AttentionClassifier"):
         train.compare_models("model", b, tiny.test)
+
+
+def test_load_wp_dataset_keeps_the_first_training_sentences_and_the_rest_as_it_was():
+    from attnlib.experiments import baselines
+
+    full = baselines.load_wp_dataset("synthetic-long", seed=0, profile="book")
+    cut = baselines.load_wp_dataset("synthetic-long", seed=0, profile="book", max_train=50)
+    assert len(cut.train) == 50 and cut.train.tokens == full.train.tokens[:50]
+    assert list(cut.train.labels) == list(full.train.labels[:50])
+    assert all(np.array_equal(a, b) for a, b in zip(cut.train.rationales, full.train.rationales[:50], strict=True))
+    assert cut.test.tokens == full.test.tokens and cut.dev.tokens == full.dev.tokens
+    assert cut.vocab == full.vocab and cut.name == "synthetic-long"
+    assert baselines.load_wp_dataset("synthetic-long", max_train=10**6).train.tokens == full.train.tokens
+    for bad in (0, 1, 2.5, True, "10"):
+        with pytest.raises(ValueError, match="max_train"):
+            baselines.load_wp_dataset("synthetic-long", max_train=bad)

@@ -523,3 +523,17 @@ def test_peak_edges_and_adversaries_over_seeds(tiny, monkeypatch):
     assert calls == [(0, 0.002, 0)]  # each adversary with its base's seed
     with pytest.raises(ValueError, match="bases"):
         dg.adversaries_over_seeds(tiny, ["not a model"], 0.002)
+
+
+def test_the_rationale_guide_spreads_each_sentence_evenly_over_its_markers():
+    ds = data.load_dataset("synthetic", n=120, seed=0)
+    guide = dg.rationale_guide(ds)
+    for split in ("train", "dev", "test"):
+        assert len(guide[split]) == len(ds[split])
+        for marks, weights in zip(ds[split].rationales, guide[split]):  # an explicit loop, the oracle
+            marks = np.asarray(marks, dtype=float)
+            assert weights.sum() == pytest.approx(1.0)
+            assert np.array_equal(weights > 0, marks > 0)
+            assert np.allclose(weights[marks > 0], 1.0 / marks.sum())
+    with pytest.raises(ValueError, match="no rationales"):
+        dg.rationale_guide(data.load_dataset("rt-polarity", seed=0))

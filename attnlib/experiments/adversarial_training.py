@@ -95,6 +95,7 @@ from ..train import (
     fit,
     load_or_train,
     run_concurrently,
+    training_cost,
     train_model,
 )
 
@@ -544,10 +545,12 @@ def lambda_sweep(
     without duplicates.
 
     ``also_train``: keyword arguments of :func:`attnlib.train.train_model` (each with its
-    ``dataset``) of other models the caller needs, e.g. retrained seeds of the base. They
-    train in the same pool as the adversaries and start first, so that no core idles
-    while the last adversaries train; each is exactly the model ``train_model(**spec)``
-    gives (and lands in the cache like it). ``sweep.also_trained`` holds them in order.
+    ``dataset``) of other models the caller needs, e.g. retrained seeds of the base, or small
+    models to fill the cores. They train in the same pool as the adversaries, every job
+    longest first (:func:`attnlib.train.training_cost`; an adversary costs what its base's
+    encoder costs for ``epochs``), so that no core idles while the last adversary trains;
+    each is exactly the model ``train_model(**spec)`` gives (and lands in the cache like
+    it). ``sweep.also_trained`` holds them in the order given.
     """
     values = _check_lambdas(lambdas)
     _validate(dataset, base, values[0], seed, train_config, epochs)  # fail before the first training run
@@ -564,7 +567,10 @@ def lambda_sweep(
         for lam in values
     ]
     description = f"{len(jobs)} adversaries" + (f" and {len(others)} more models" if others else "")
-    results = run_concurrently(others + jobs, progress=progress, description=description)
+    adversary_cost = training_cost(dataset, encoder=base.model.config.encoder, epochs=epochs,
+                                   train_config=train_config)
+    costs = [training_cost(**spec) for spec in also_train] + [adversary_cost] * len(jobs)
+    results = run_concurrently(others + jobs, progress=progress, description=description, costs=costs)
     also_trained, adversaries = tuple(results[: len(others)]), results[len(others):]
     models, rows = {}, []
     for lam, adv in zip(values, adversaries):

@@ -54,17 +54,27 @@ def _published_f1(dataset: str, which: str) -> float:
     return math.nan if entry is None else entry.value
 
 
-def load_wp_dataset(name: str, *, seed: int = 0, profile=None) -> Dataset:
-    """A data set of W&P's experiments under a profile; ``"synthetic-long"`` is :data:`LONG_SYNTHETIC`."""
+def load_wp_dataset(name: str, *, seed: int = 0, profile=None, max_train: int | None = None) -> Dataset:
+    """A data set of W&P's experiments under a profile; ``"synthetic-long"`` is :data:`LONG_SYNTHETIC`.
+
+    ``max_train``: keep only the first so many training sentences (dev, test and the
+    vocabulary unchanged); None keeps them all.
+    """
+    from dataclasses import replace
+
     from ..data import load_dataset
     from ..profiles import get_profile
 
+    if max_train is not None and (isinstance(max_train, bool) or not isinstance(max_train, int) or max_train < 2):
+        raise ValueError(f"max_train must be an int >= 2 or None, got {max_train!r}")
     P = get_profile(profile)
     if name == "synthetic-long":
-        from dataclasses import replace
-
-        return replace(load_dataset("synthetic", seed=seed, **LONG_SYNTHETIC), name="synthetic-long")
-    return load_dataset(name, seed=seed, **P.dataset_kwargs(name))
+        loaded = replace(load_dataset("synthetic", seed=seed, **LONG_SYNTHETIC), name="synthetic-long")
+    else:
+        loaded = load_dataset(name, seed=seed, **P.dataset_kwargs(name))
+    if max_train is None or max_train >= len(loaded.train):
+        return loaded
+    return replace(loaded, train=loaded.train.subset(np.arange(max_train)))
 
 
 # ----------------------------------------------------------------------------- uniform

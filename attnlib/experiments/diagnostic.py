@@ -50,7 +50,15 @@ from .. import published as _published
 from .._checks import check_seed
 from ..data import Dataset
 from ..models import AttentionClassifier, ModelConfig, device_of
-from ..train import TrainConfig, TrainedModel, predict, train_model, train_models, training_threads
+from ..train import (
+    TrainConfig,
+    TrainedModel,
+    predict,
+    run_concurrently,
+    train_model,
+    train_models,
+    training_threads,
+)
 from .adversarial_training import sweep_lambdas, table4_pick, wp_lambda_range
 
 __all__ = [
@@ -63,6 +71,7 @@ __all__ = [
     "guide_adversary",
     "guide_attention",
     "guided_dataset",
+    "rationale_guide",
     "train_diagnostic",
     "diagnostic_table",
     "published_table3",
@@ -437,13 +446,27 @@ def diagnostic_specs(
     sweep's ``also_train``): :func:`diagnostic_over_seeds` then loads them from the cache.
     """
     seeds, rows = _guides_per_seed(dataset, guides, seeds)
+    made = _trainings(dataset, [guide for row in rows.values() for guide in row])
     specs = []
     for row in rows.values():
         for guide, seed in zip(row, seeds):
-            guided, config = _training(dataset, guide)
+            guided, config = made[id(guide)]
             specs.append(dict(dataset=guided, config=config, seed=seed, train_config=train_config, epochs=epochs,
                               device=device, use_cache=use_cache))
     return specs
+
+
+def _trainings(dataset: Dataset, guides: list) -> dict:
+    """id(guide) -> :func:`_training` of each distinct guide. The models' attention is computed
+    at once, one model per core, each on the training thread as :func:`guide_attention` does
+    (the same bits as one after the other); a guide listed again is computed once."""
+    import functools
+
+    distinct = list({id(g): g for g in guides}.values())
+    models = [g for g in distinct if isinstance(g, (TrainedModel, AttentionClassifier))]
+    made = dict(zip(map(id, models), run_concurrently(
+        [functools.partial(_training, dataset, g) for g in models], progress=False, unit="guide")))
+    return {id(g): made[id(g)] if id(g) in made else _training(dataset, g) for g in distinct}
 
 
 @dataclass(frozen=True)
@@ -519,6 +542,13 @@ def peak_on_edge(attention, edge: str) -> np.ndarray:
     return (unique & (at == peak)).astype(np.float64)
 
 
+def _test_prediction(model: TrainedModel, test):
+    """The model's prediction on ``test``, on the training thread (no thread count decides a
+    near-chance model's decisions)."""
+    with training_threads(device_of(model.model)):
+        return predict(model.model, test)
+
+
 def diagnostic_over_seeds(
     dataset: Dataset,
     guides: Mapping[str, object],
@@ -542,22 +572,22 @@ def diagnostic_over_seeds(
     computed on the training thread (:func:`attnlib.train.training_threads`), so a near-chance
     model's decisions do not depend on the thread count.
     """
+    import functools
+
     specs = diagnostic_specs(dataset, guides, seeds=seeds, train_config=train_config, epochs=epochs, device=device,
                              use_cache=use_cache)
     seeds = _check_seeds(seeds)
-    trained = iter(train_models(specs, progress=progress))
-    specs = iter(specs)
+    trained = train_models(specs, progress=progress)
+    outputs = run_concurrently(  # one model per core, each on the training thread
+        [functools.partial(_test_prediction, m, spec["dataset"].test) for m, spec in zip(trained, specs)],
+        progress=False, unit="model")
+    pairs = iter(zip(trained, outputs))  # guide by guide, seed by seed, as the specs are
     predicted, attention, models = {}, {}, {}
     for name in guides:
-        rows, alphas, kept = [], [], []
-        for _ in seeds:
-            model, spec = next(trained), next(specs)
-            with training_threads(device_of(model.model)):
-                p = predict(model.model, spec["dataset"].test)
-            rows.append(p.predicted)
-            alphas.append(p.attention)
-            kept.append(model)
-        predicted[name], attention[name], models[name] = np.stack(rows), tuple(alphas), tuple(kept)
+        row = [next(pairs) for _ in seeds]
+        predicted[name] = np.stack([p.predicted for _, p in row])
+        attention[name] = tuple(p.attention for _, p in row)
+        models[name] = tuple(m for m, _ in row)
     return DiagnosticRuns(seeds, np.asarray(dataset.test.labels), predicted, attention, models, dataset.name)
 
 
@@ -615,6 +645,24 @@ def position_guide(dataset: Dataset, edge: str) -> dict[str, list[np.ndarray]]:
         ends = np.cumsum(lengths)
         flat[ends - lengths if edge == "first" else ends - 1] = 1.0
         out[name] = np.split(flat, ends[:-1]) if len(lengths) else []
+    return out
+
+
+def rationale_guide(dataset: Dataset) -> dict[str, list[np.ndarray]]:
+    """The "oracle" guide of a data set with rationales (the synthetic tasks): each sentence's
+    weight spread evenly over its rationale tokens (the markers that decide its label), on
+    every split. A sentence without a rationale token is refused."""
+    _check_dataset(dataset)
+    if not dataset.has_rationales:
+        raise ValueError(f"{dataset.name!r} has no rationales: the oracle guide needs the tokens that decide the label")
+    out = {}
+    for name in _SPLITS:
+        marks = [np.asarray(r, dtype=np.float64) for r in dataset[name].rationales]
+        empty = [i for i, m in enumerate(marks) if not m.sum() > 0]
+        if empty:
+            raise ValueError(f"{len(empty)} {name} sentences of {dataset.name!r} have no rationale token "
+                             f"(the first: {empty[0]})")
+        out[name] = [m / m.sum() for m in marks]
     return out
 
 

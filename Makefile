@@ -8,7 +8,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PIP_INSTALL := $(BIN)/python -m pip install --disable-pip-version-check -q -c requirements/constraints.txt
 
-.PHONY: install book vendor test unit nbval papermill check-pages check-run-extra bench gpu-check student grade clean
+.PHONY: install book pdf vendor test unit nbval papermill check-pages check-run-extra bench gpu-check student grade clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,12 @@ install: $(VENV)/.installed
 #    earlier warning (a second `make book` would pass -W), nor recopy assets.
 book: install vendor
 	$(BIN)/jupyter-book build . --all -W -n --keep-going
+
+# The whole book as one PDF (_build/book.pdf), offline: the single-page build from the committed
+# outputs, printed by Debian's Chromium (tools/book_pdf.py; needs the `chromium` package).
+pdf: install vendor
+	ATTNLIB_BOOK_EXECUTE=off $(BIN)/jupyter-book build . --builder singlehtml --keep-going
+	$(BIN)/python tools/book_pdf.py _build/singlehtml _build/book.pdf
 
 # Browser assets: npm ci from the committed lock file (book/js), then copy only
 # the files the pages load into the git-ignored book/_vendor (html_static_path).

@@ -1,0 +1,61 @@
+"""Norm-based attention (Kobayashi et al. 2020): weight a token by what it sends, not only by alpha.
+
+A head adds ``sum_j alpha_ij f_h(x_j)`` to query i's residual stream, with f_h(x_j) = (the
+value vector of token j) W^O_h: the part of the output projection that reads head h. The
+attention weight alpha_ij says how much of f_h(x_j) arrives, and ``||f_h(x_j)||`` how large it
+is; a token with a large weight and a small vector changes little (Kobayashi et al. found
+[CLS], [SEP] and punctuation there). Their measure is the norm of the vector that arrives:
+
+* per head, ``||alpha^h_ij f_h(x_j)|| = alpha^h_ij ||f_h(x_j)||`` (:func:`norm_attention`,
+  ``heads="each"``), (B, L, h, T, T);
+* per layer, the norm of the heads' sum, ``||sum_h alpha^h_ij f_h(x_j)||`` (``heads="sum"``,
+  their Eq. 7), (B, L, T, T): heads that send opposite vectors cancel, which a mean of the
+  heads' weights cannot show.
+
+Both come from a :class:`attnlib.models.Trace` (``model.trace(batch)``), which every
+transformer family of the book gives (the book's small transformer and a pretrained
+checkpoint alike), batched over sentences; rows and columns of padding are 0. Their 2021
+follow-up adds the residual connection and the layer norm to the same decomposition (not
+here yet). Kobayashi, Kuribayashi, Yokoi & Inui (2020), "Attention is Not Only a Weight:
+Analyzing Transformers with Vector Norms", EMNLP, Sec. 3 and Eq. 6-7.
+"""
+from __future__ import annotations
+
+import torch
+
+from ..models import Trace
+
+__all__ = ["HEADS", "norm_attention"]
+
+#: how :func:`norm_attention` treats the heads of a layer
+HEADS = ("each", "sum")
+
+#: elements of the (B', T, T, d_model) sum a chunk of sentences may hold (32 MB in float32)
+_CHUNK_ELEMENTS = 8_000_000
+
+
+def norm_attention(trace: Trace, *, heads: str = "each") -> torch.Tensor:
+    """Kobayashi et al.'s norm-based attention of every layer (see the module docstring).
+
+    ``heads="each"``: ``alpha^h_ij ||f_h(x_j)||``, (B, L, h, T, T). ``heads="sum"``: the norm
+    of the vector all heads together send from token j to query i, ``||sum_h alpha^h_ij
+    f_h(x_j)||``, (B, L, T, T). Padding rows and columns are 0. The sum is computed a chunk
+    of sentences and a layer at a time (its vectors are B x T x T x d_model).
+    """
+    if not isinstance(trace, Trace):
+        raise ValueError(f"trace must be an attnlib.models.Trace (model.trace(batch)), got {type(trace).__name__}")
+    if heads not in HEADS:
+        raise ValueError(f"heads must be one of {HEADS}, got {heads!r}")
+    sent = trace.value_output()  # (B, L, h, T, d): f_h(x_j), 0 on padding
+    if heads == "each":
+        return trace.attentions * sent.norm(dim=-1)[:, :, :, None, :]
+    B, L, _, T, _ = trace.attentions.shape
+    d = sent.shape[-1]
+    out = trace.attentions.new_zeros((B, L, T, T))
+    rows = max(1, _CHUNK_ELEMENTS // max(1, T * T * d))
+    for start in range(0, B, rows):
+        stop = min(B, start + rows)
+        for layer in range(L):
+            arrived = torch.einsum("bhqt,bhtd->bqtd", trace.attentions[start:stop, layer], sent[start:stop, layer])
+            out[start:stop, layer] = arrived.norm(dim=-1)
+    return out

@@ -301,3 +301,22 @@ def test_a_glossary_link_goes_to_the_first_plain_use_only():
     assert "".join(nb["cells"][2]["source"]) == 'prose(r"""\n{ch_tvd} and the [TVD](../book/glossary.md#tvd) here\n""")'
     assert "".join(nb["cells"][0]["source"]).count("glossary") == 0
     assert "".join(nb["cells"][3]["source"]) == "TVD again, [JSD](x) linked elsewhere"
+
+
+def test_a_prose_line_a_link_made_too_wide_breaks_the_same_in_its_template_and_its_output():
+    import glossary_links as G
+
+    link = "[JSD](../book/glossary.md#jsd)"
+    template = "x\nthe median gap between the two erasures is {ch10_gap:.4f} (" + link + ") for the BiLSTM and more words\n"
+    wrapped, made = G.wrap_link(template, link)
+    assert all(len(line) <= G.CODE_WIDTH for line in wrapped.split("\n")) and made[0]
+    assert wrapped.count("\n") > template.count("\n")
+    output = template.replace("{ch10_gap:.4f}", "0.0123")  # the paragraph prose() made from it
+    out, _ = G.wrap_link(output, link, made)  # the template's breaks, whatever the width
+    assert out == wrapped.replace("{ch10_gap:.4f}", "0.0123")
+    # no break where a field lies between the space and the link: the output could break elsewhere
+    glued = "w " * 40 + "{ch_x}" + link + " tail"
+    text, made = G.wrap_link(glued, link)
+    assert made == (False, True) and text.split("\n") == [glued[:-len(" tail")], "tail"]
+    short = "a " + link + " b"
+    assert G.wrap_link(short, link) == (short, (False, False))

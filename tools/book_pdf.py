@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import http.server
 import os
+import re
 import sys
 import threading
 from functools import partial
@@ -25,10 +26,25 @@ CHROMIUM = "/usr/bin/chromium"
 TYPESET_MS = 300_000
 
 
+class _Handler(http.server.SimpleHTTPRequestHandler):
+    """Serves the build; the single page lives in book/ but its images and assets are in the
+    build's root (``_images``, ``_static``), which its relative links miss: those are found
+    there."""
+
+    def translate_path(self, path):
+        found = super().translate_path(path)
+        if not os.path.exists(found):
+            for root in ("/_images/", "/_static/"):
+                if root in path:
+                    return super().translate_path(root + path.split(root, 1)[1])
+        return found
+
+    def log_message(self, *args):
+        pass
+
+
 def _serve(folder: Path):
-    handler = partial(http.server.SimpleHTTPRequestHandler, directory=str(folder))
-    handler.log_message = lambda *a, **k: None
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), partial(_Handler, directory=str(folder)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
 
@@ -40,6 +56,9 @@ def print_book(single: Path, out: Path, *, chromium: str = CHROMIUM) -> Path:
     index = Path(single) / "index.html"
     if not index.is_file():
         raise FileNotFoundError(f"no single-page build at {index}: run jupyter-book build . --builder singlehtml")
+    # Jupyter Book's index.html only redirects to the root page, which holds the whole book
+    redirect = re.search(r'http-equiv="Refresh" content="0; url=([^"]+)"', index.read_text(encoding="utf-8"), re.I)
+    page_path = redirect.group(1) if redirect else "index.html"
     if not Path(chromium).exists():
         raise FileNotFoundError(f"{chromium} is missing: apt-get install chromium")
     out = Path(out)
@@ -54,7 +73,7 @@ def print_book(single: Path, out: Path, *, chromium: str = CHROMIUM) -> Path:
                 page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(
                     f"http://127.0.0.1:{server.server_port}/") or route.request.url.startswith("data:")
                     else route.abort())
-                page.goto(f"http://127.0.0.1:{server.server_port}/index.html", wait_until="load", timeout=120_000)
+                page.goto(f"http://127.0.0.1:{server.server_port}/{page_path}", wait_until="load", timeout=120_000)
                 page.set_default_timeout(TYPESET_MS)
                 page.evaluate("async () => { const m = window.MathJax; "
                               "if (m && m.startup && m.startup.promise) { await m.startup.promise; } }")

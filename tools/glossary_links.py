@@ -80,6 +80,74 @@ def _link_first(source: str, pattern: re.Pattern, anchor: str) -> str | None:
     return None
 
 
+#: a code line's width in the chapters (tests/test_viz_widgets_exercises.py): a prose cell is code
+CODE_WIDTH = 88
+
+
+def wrap_link(text: str, link: str, splits: tuple | None = None) -> tuple[str, tuple]:
+    """``text`` with the line holding ``link`` broken around it, and the breaks made.
+
+    Without ``splits``, where that line is wider than :data:`CODE_WIDTH`: the last space
+    before the link, then (if still too wide) the first space after it, becomes a line break,
+    where only literal text (no ``{field}``) lies between that space and the link. With
+    ``splits`` (``(before, after)``, from the template): those breaks, whatever the width,
+    so a prose cell's output gets the breaks its template got (the link and the text beside
+    it are literal in both). In Markdown a line break inside a paragraph is a space: the
+    paragraph reads the same."""
+    lines = text.split("\n")
+    made = (False, False)
+    for k, line in enumerate(lines):
+        at = line.find(link)
+        if at < 0 or (splits is None and len(line) <= CODE_WIDTH):
+            continue
+        parts, before, after_made = [line], False, False
+        cut = line.rfind(" ", 0, at)  # the last space before the link
+        if (splits[0] if splits else True) and cut > 0 and not set(line[cut:at]) & set("{}"):
+            parts, before = [line[:cut], line[cut + 1:]], True
+        tail = parts[-1]
+        end = tail.find(link) + len(link)
+        after = tail.find(" ", end)  # the first space after it
+        wanted = splits[1] if splits else len(tail) > CODE_WIDTH
+        if wanted and after > 0 and not set(tail[end:after]) & set("{}"):
+            parts[-1:], after_made = [tail[:after], tail[after + 1:]], True
+        lines[k] = "\n".join(parts)
+        made = (before, after_made)
+        break
+    return "\n".join(lines), made
+
+
+def _set_source(cell: dict, text: str) -> None:
+    lines = text.split("\n")
+    cell["source"] = [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
+
+
+def _text(value) -> str:
+    return "".join(value) if isinstance(value, list) else value
+
+
+def wrap_prose_links(nb: dict) -> int:
+    """Break the lines of ``prose`` cells that a glossary link made wider than :data:`CODE_WIDTH`
+    (:func:`wrap_link`), in the template and in its committed Markdown output alike; how many
+    links were wrapped."""
+    done = 0
+    for cell in nb["cells"]:
+        if "prose" not in cell.get("metadata", {}).get("tags", []):
+            continue
+        source = _text(cell["source"])
+        for link in re.findall(r"\[[^\[\]\n]*\]\(" + re.escape(TARGET) + r"#[\w-]+\)", source):
+            source, made = wrap_link(source, link)
+            if not any(made):
+                continue
+            for out in cell.get("outputs", []):
+                for mime in ("text/markdown", "text/plain"):
+                    if mime in out.get("data", {}):
+                        text, _ = wrap_link(_text(out["data"][mime]), link, made)
+                        out["data"][mime] = text.splitlines(keepends=True)
+            done += 1
+        _set_source(cell, source)
+    return done
+
+
 def link_chapter(nb: dict, known: dict[str, str]) -> list[str]:
     """Add the missing first-use links to a notebook (in place); the headings linked."""
     cells = [c for c in nb["cells"] if "solution" not in c.get("metadata", {}).get("tags", [])
@@ -94,8 +162,7 @@ def link_chapter(nb: dict, known: dict[str, str]) -> list[str]:
         for cell in cells:
             new = _link_first("".join(cell["source"]), regex, anchor)
             if new is not None:
-                lines = new.split("\n")
-                cell["source"] = [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
+                _set_source(cell, new)
                 added.append(heading)
                 break
     return added
@@ -120,14 +187,15 @@ def main(argv=None) -> int:
         nb = json.loads(path.read_text(encoding="utf-8"))
         broken = broken_links(nb, known)
         added = link_chapter(nb, known)
-        if broken or (args.check and added):
+        wrapped = wrap_prose_links(nb)
+        if broken or (args.check and (added or wrapped)):
             bad += 1
-            print(f"{path.name}: broken {broken}, missing {added}", file=sys.stderr)
-        elif added:
+            print(f"{path.name}: broken {broken}, missing {added}, too wide {wrapped}", file=sys.stderr)
+        elif added or wrapped:
             tmp = path.with_suffix(".ipynb.tmp")
             tmp.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
             tmp.replace(path)
-            print(f"{path.name}: linked {', '.join(added)}")
+            print(f"{path.name}: linked {', '.join(added) or 'nothing new'}; {wrapped} lines wrapped")
     return 1 if bad else 0
 
 

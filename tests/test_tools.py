@@ -289,18 +289,20 @@ def test_a_glossary_link_goes_to_the_first_plain_use_only():
         {"cell_type": "markdown", "metadata": {"tags": ["solution"]}, "source": ["TVD in a solution"]},
         {"cell_type": "code", "metadata": {"tags": ["prose"]}, "source": ["prose(r\"\"\"\n{ch_tvd} and the TVD here\n\"\"\")"]},
         {"cell_type": "markdown", "metadata": {}, "source": ["TVD again, [JSD](x) linked elsewhere"]},
+        {"cell_type": "markdown", "metadata": {}, "source": ["## A heading\n", "\n", "the JSD in the body"]},
     ]}
     saved = dict(G.TERMS)
     G.TERMS.clear()
     G.TERMS.update({"TVD": r"\bTVD\b", "JSD": r"\bJSD\b"})
     try:
-        assert G.link_chapter(nb, known) == ["TVD"]
+        assert G.link_chapter(nb, known) == ["TVD", "JSD"]  # a heading protects its own line only
     finally:
         G.TERMS.clear()
         G.TERMS.update(saved)
     assert "".join(nb["cells"][2]["source"]) == 'prose(r"""\n{ch_tvd} and the [TVD](../book/glossary.md#tvd) here\n""")'
     assert "".join(nb["cells"][0]["source"]).count("glossary") == 0
     assert "".join(nb["cells"][3]["source"]) == "TVD again, [JSD](x) linked elsewhere"
+    assert "".join(nb["cells"][4]["source"]) == "## A heading\n\nthe [JSD](../book/glossary.md#jsd) in the body"
 
 
 def test_a_prose_line_a_link_made_too_wide_breaks_the_same_in_its_template_and_its_output():

@@ -50,8 +50,8 @@ TERMS = {
 }
 
 #: what a link must not go into: fenced code, code spans, display and inline math, links, HTML, headings, URLs
-_PROTECTED = re.compile(r"```.*?```|`[^`\n]*`|\$\$.*?\$\$|\$[^$\n]*\$|\[[^\]]*\]\([^)]*\)|<[^>\n]+>|^#.*$"
-                        r"|^> <a id=.*$|https?://\S+|\{[^{}\n]*\}|^prose\($|^\s*r?\"\"\"$|^\"\"\"$|^\)$", re.S | re.M)
+_PROTECTED = re.compile(r"```.*?```|`[^`\n]*`|\$\$.*?\$\$|\$[^$\n]*\$|\[[^\]]*\]\([^)]*\)|<[^>\n]+>|^#[^\n]*$"
+                        r"|^> <a id=[^\n]*$|https?://\S+|\{[^{}\n]*\}|^prose\($|^\s*r?\"\"\"$|^\"\"\"$|^\)$", re.S | re.M)
 _LINK = re.compile(re.escape(TARGET) + r"#([\w-]+)")
 
 

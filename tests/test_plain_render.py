@@ -188,6 +188,8 @@ def test_every_figure_has_its_text_alternative_in_every_front_end(path):
             figures += 1
             alt = out.get("metadata", {}).get("image/png", {}).get("alt", "")
             assert len(alt.split()) >= 5, f"{path.name}: a figure without a description: {alt!r}"
+            # a front end that cannot show the image shows its text/plain: the description, not "<Figure size ...>"
+            assert "".join(out["data"].get("text/plain", "")) == f"Figure: {alt}", f"{path.name}: {alt[:60]!r}"
             after = outputs[k + 1] if k + 1 < len(outputs) else {}
             assert after.get("data") == viz.caption(alt), f"{path.name}: no caption after the figure {alt[:60]!r}"
     html, _ = _visible_text(path)

@@ -287,6 +287,13 @@ def _png_2x(fig):
     return png, {**(shape or {}), "alt": text}
 
 
+def _plain_text(fig, printer, cycle) -> None:
+    """A figure's text/plain, the form a front end shows when it cannot show the image (a
+    terminal, a text-only renderer, nbval's comparison): its description, not matplotlib's
+    ``<Figure size ...>``."""
+    printer.text(f"Figure: {describe(fig)}")
+
+
 def _send_captions(shell) -> None:
     """After each figure the kernel publishes (a cell's end, ``display(fig)``, a widget's
     output), publish its :func:`caption`, into the same place. An update of a display in
@@ -321,6 +328,7 @@ def _send_retina() -> None:
     except ImportError:
         pass
     shell.display_formatter.formatters["image/png"].for_type(matplotlib.figure.Figure, _png_2x)
+    shell.display_formatter.formatters["text/plain"].for_type(matplotlib.figure.Figure, _plain_text)
     _send_captions(shell)
 
 

@@ -382,6 +382,41 @@ def test_a_python_or_checkout_under_tmp_stays_visible_in_the_sandbox(tmp_path):
     assert done.returncode == 0 and said.decode().strip() == "visible", (tmp_path / "log").read_text()[-500:]
 
 
+
+def test_the_input_folder_is_a_copy_that_names_no_host_path(tmp_path):
+    """Issue 50: the sandbox's input folder is copied in (a read-only tmpfs), not bind-mounted: its
+    files and subfolders are all there, it cannot be written, and neither ``/proc/self/mountinfo`` nor
+    any other mount names the grader's temporary folder."""
+    script = r"""import json, os
+seen = {"files": sorted(os.path.relpath(os.path.join(d, f), "%s") for d, _, fs in os.walk("%s") for f in fs),
+        "mountinfo": open("/proc/self/mountinfo").read(), "nested": open("%s/lib/pkg/a.py").read()}
+try:
+    open("%s/new.txt", "w").close()
+    seen["write"] = "wrote"
+except OSError as err:
+    seen["write"] = err.strerror
+print(json.dumps(seen))
+""" % ((sandbox.IN,) * 4)
+    with grade._work_folder() as work:
+        in_dir = Path(work, "in")
+        (in_dir / "lib" / "pkg").mkdir(parents=True)
+        (in_dir / "student.py").write_text(script)
+        (in_dir / "lib" / "pkg" / "a.py").write_text("A = 1\n")
+        said = bytearray()
+        done = grade._run_sandboxed([sys.executable, f"{sandbox.IN}/student.py"], Path(work),
+                                    sandbox.Limits(wall_s=60), False, in_dir=in_dir,
+                                    read_only=[str(grade.attnlib_dir())], pythonpath="",
+                                    output=said, max_output=100_000)
+        log = Path(work, "log").read_text(errors="replace")[-1000:]
+    assert done.returncode == 0, log
+    seen = json.loads(said.decode())
+    assert seen["files"] == ["lib/pkg/a.py", "student.py"] and seen["nested"] == "A = 1\n"
+    assert seen["write"] != "wrote"
+    assert str(work) not in seen["mountinfo"] and "attnlib-grade" not in seen["mountinfo"], seen["mountinfo"]
+    assert "attnlib-stage" not in seen["mountinfo"]
+    assert any(line.split()[4] == sandbox.IN and " tmpfs " in line for line in seen["mountinfo"].splitlines())
+
+
 NESTED_USERNS = r'''import ctypes, json, os, subprocess
 
 libc = ctypes.CDLL(None, use_errno=True)

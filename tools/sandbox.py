@@ -18,7 +18,9 @@ What the sandboxed command gets:
   memory cgroup only, not by ``tmp_bytes``, and :attr:`Finished.note` says so.
 - **A read-only view of the system and of attnlib**, and nothing else: ``/usr`` and ``/etc``
   (with ``/bin``, ``/lib``... as on the machine), the Python installation, attnlib's package
-  folder, and the folder ``IN`` (read-only). The one writable place is a private ``/tmp`` of
+  folder, and the folder ``IN``: a read-only copy of the caller's input folder, each file
+  copied in through a file descriptor, so no mount names a host folder of the grader's in
+  ``/proc/self/mountinfo`` (those bound read-only show the paths they have inside). The one writable place is a private ``/tmp`` of
   at most ``tmp_bytes``, in memory, gone with the sandbox (``OUT``, a host folder, only where a
   caller asks for one; tools/grade.py does not). The caller's home, the submissions, the CSV
   and the grader's working folders are not there at all. Standard output and error, and a
@@ -180,7 +182,7 @@ def command(argv: list[str], *, read_only: list[str], in_dir: Path, out_dir: Pat
         cmd += ["--ro-bind", "/dev/null", path]
     for path in emptied:
         cmd += ["--perms", "0555", "--size", "4096", "--tmpfs", path, "--remount-ro", path]
-    cmd += ["--proc", "/proc", "--dev", "/dev", "--ro-bind", str(in_dir), IN]
+    cmd += ["--proc", "/proc", "--dev", "/dev", *_input_copy(Path(in_dir))]
     if out_dir is not None:
         cmd += ["--bind", str(out_dir), OUT]
     cmd += ["--chdir", cwd]
@@ -371,7 +373,56 @@ def _argfile(cmd: list[str], args) -> tuple[list[str], tuple]:
 #: bwrap's options that command() writes, and how many values each takes (the rest take none).
 _VALUES = {"--symlink": 2, "--ro-bind": 2, "--bind": 2, "--setenv": 2, "--perms": 1, "--size": 1, "--tmpfs": 1,
            "--dir": 1, "--remount-ro": 1, "--proc": 1, "--dev": 1, "--chdir": 1, "--hostname": 1, "--uid": 1,
-           "--gid": 1, "--cap-add": 1}
+           "--gid": 1, "--cap-add": 1, "--file": 2}
+
+
+#: In a command from :func:`command`: a placeholder that :func:`run` replaces with the number of a
+#: file descriptor open on the file named after it (bwrap's ``--file FD DEST`` copies it in).
+_FILE_FD = "{fd-for}"
+
+
+def _input_copy(in_dir: Path) -> list[str]:
+    """bwrap's options that make :data:`IN` a read-only tmpfs holding a copy of ``in_dir``'s files,
+    each copied in from a file descriptor (:func:`run` opens them): a bind mount would name its host
+    source (the grader's temporary folder) in ``/proc/self/mountinfo``, a copy names none."""
+    in_dir = Path(in_dir)
+    folders, files = [], []
+    for folder, subfolders, names in os.walk(in_dir, followlinks=False):
+        rel = os.path.relpath(folder, in_dir)
+        for name in sorted(subfolders):
+            if os.path.islink(os.path.join(folder, name)):
+                raise ValueError(f"the sandbox's input folder holds a link: {os.path.join(folder, name)}")
+            folders.append(os.path.normpath(os.path.join(rel, name)))
+        for name in sorted(names):
+            path = os.path.join(folder, name)
+            if os.path.islink(path) or not os.path.isfile(path):
+                raise ValueError(f"the sandbox's input folder holds something not a plain file: {path}")
+            files.append((os.path.normpath(os.path.join(rel, name)), path))
+    size = sum(os.path.getsize(path) for _, path in files) + 4096 * (len(files) + len(folders) + 16)
+    opts = ["--perms", "0755", "--size", str(size), "--tmpfs", IN]
+    for rel in sorted(folders):
+        opts += ["--perms", "0755", "--dir", f"{IN}/{rel}"]
+    for rel, path in files:
+        mode = "0555" if os.access(path, os.X_OK) else "0444"
+        opts += ["--perms", mode, "--file", _FILE_FD + path, f"{IN}/{rel}"]
+    return [*opts, "--remount-ro", IN]
+
+
+def _open_inputs(cmd: list[str]) -> tuple[list[str], list[int]]:
+    """``cmd`` with each :data:`_FILE_FD` placeholder replaced by a descriptor open on its file; those
+    descriptors (the caller passes them to bwrap and closes them)."""
+    fds, out = [], []
+    try:
+        for arg in cmd:
+            if arg.startswith(_FILE_FD):
+                fds.append(os.open(arg[len(_FILE_FD):], os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC))
+                arg = str(fds[-1])
+            out.append(arg)
+    except BaseException:
+        for fd in fds:
+            os.close(fd)
+        raise
+    return out, fds
 
 
 def _staged(cmd: list[str], stage: str) -> tuple[list[str], list[str]]:
@@ -447,8 +498,11 @@ def run(cmd: list[str], limits: Limits, log: Path, *, sandboxed: bool = True, st
     try:
         staging = tempfile.TemporaryDirectory(prefix="attnlib-stage-", dir=_STAGE_IN) if drop_first else \
             contextlib.nullcontext()
-        with open(log, "wb") as log_file, tempfile.TemporaryFile() as args, staging as stage_dir:
+        with open(log, "wb") as log_file, tempfile.TemporaryFile() as args, staging as stage_dir, \
+                contextlib.ExitStack() as stack:
             pass_fds, report_pipe, stage = (), None, None
+            cmd, inputs = _open_inputs(cmd) if sandboxed else (cmd, [])
+            stack.callback(lambda: [os.close(fd) for fd in inputs])
             if report is not None:
                 report_pipe = os.pipe()
                 cmd = [a.replace(REPORT_FD, str(report_pipe[1])) for a in cmd]
@@ -457,6 +511,7 @@ def run(cmd: list[str], limits: Limits, log: Path, *, sandboxed: bool = True, st
                 stage = (stage_dir, sources)
             if sandboxed:
                 cmd, pass_fds = _argfile(cmd, args)
+            pass_fds = (*pass_fds, *inputs)
             if report_pipe is not None:
                 pass_fds = (*pass_fds, report_pipe[1])
             try:

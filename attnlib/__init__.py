@@ -3,7 +3,7 @@
 The layout is the architecture. Lower layers never import higher ones, and no module
 imports a private (underscored) name of another (``tests/test_layout.py`` checks both)::
 
-    _checks, metrics, cpu, portable, cache, profiles, published   foundations
+    _checks, metrics, cpu, reproducible, portable, cache, profiles, published   foundations
     data/            texts -> vocabularies, splits, padded batches, GloVe
     models/          the model protocol (what an experiment needs from a model), the
                      interventions on attention rows, and the families that meet it
@@ -28,9 +28,10 @@ methods and every experiment runs on it.
 
 The flat names of earlier editions keep working: ``attnlib.counterfactual``,
 ``from attnlib import viz`` and ``import attnlib.erasure`` give the modules above.
-Submodules are imported on first use. Importing attnlib pins torch's CPU kernels and sizes
-its thread pool to the CPU quota (:mod:`attnlib.cpu`): import it before running any torch
-code, so that a run gives the book's numbers on every x86-64 CPU.
+Submodules are imported on first use. Importing attnlib changes no setting of its host (torch's
+kernels and threads, numpy's, the environment): a practitioner's script keeps its own. The
+book's reproducible kernels are asked for in one visible line, ``import attnlib.reproducible``,
+first in every chapter (:mod:`attnlib.reproducible`, :mod:`attnlib.cpu`).
 """
 from __future__ import annotations
 
@@ -43,14 +44,11 @@ import sys
 
 __version__ = "0.1.0"
 
-from . import cpu  # noqa: E402  (first: the kernel pins must precede any torch computation)
-
-cpu.configure()
-
 #: Public submodules by the short name the chapters use, and where each lives.
 _SUBMODULES = {
     "cache": "cache",
     "cpu": "cpu",
+    "reproducible": "reproducible",
     "portable": "portable",
     "data": "data",
     "metrics": "metrics",

@@ -88,42 +88,95 @@ def _strip_docstrings(source: bytes) -> bytes:
     return ast.dump(tree).encode()
 
 
-#: The code every cached model's training runs, by module or package (relative to attnlib): the
-#: package's own ``__init__`` (seeding, the device), the arithmetic and the kernel pins, the
-#: metrics a loss may use, the data pipeline, the models and the recipe. The experiments, the
-#: presentation, the published numbers, the intervals, the profiles (their values enter a key
-#: as arguments) and the runner are not in it: editing them keeps every trained model. An
-#: experiment whose own code trains an entry (an adversary's loss, a deceiver's penalty) adds
-#: its module through :func:`code_version`'s ``modules``.
-TRAINING_CODE = ("__init__", "_checks", "cpu", "portable", "metrics", "data", "models", "train")
+#: The code every cached model's training runs, whatever its family, by module (relative to attnlib);
+#: ``module:name,name`` keeps only those top-level definitions of a module that holds more than
+#: training: attnlib's own ``__init__`` (seeding and the device, not its list of submodules) and
+#: ``train`` (the recipe, the loop, the evaluation stored with a model, the cache's load-or-train; not
+#: the scheduler that trains several models at once, its progress bars, nor the prediction helpers).
+#: The arithmetic (``portable`` and its C source), the kernel pins (``cpu``), the metrics a loss may
+#: use and the data path a training run reads (batches, splits, GloVe, the special tokens) are in
+#: it; the datasets' sources are not (a dataset enters a key by its content,
+#: :func:`attnlib.train.dataset_fingerprint`). Each family adds its own modules
+#: (:func:`code_version`'s ``family``: a config's ``training_code``); an experiment whose own code
+#: trains an entry (an adversary's loss, a deceiver's penalty) adds its module (``modules``).
+#: Editing anything else (another family, the experiments, the presentation, a progress bar, the
+#: published numbers, the intervals, the profiles, whose values enter a key as arguments) keeps
+#: every trained model.
+TRAINING_CODE = (
+    "__init__:seed_everything,get_device",
+    "_checks", "cpu", "portable", "metrics",
+    "data.batching", "data.splits", "data.embeddings", "data.text",
+    "models.protocol",
+    "train:TrainConfig,TRANSFORMER_TRAIN,dataset_fingerprint,make_optimizer,classification_metrics,"
+    "predict_proba,evaluate,label_loss,_select_by_dev_auc,TRAIN_THREADS,training_threads,seeded,lr_schedule,"
+    "fit,train_model,STORED_FIELDS,load_or_train,_load_or_train",
+)
 
 
-def code_version(package_dir: str | Path | None = None, *, modules=()) -> str:
+def _selected(path: Path, names: tuple) -> bytes:
+    """The code of ``names`` (top-level definitions and assignments) of a module, docstrings stripped
+    (parsed once per version of the file, under the parser's lock: training threads ask at once)."""
+    source = path.read_bytes()
+    memo_key = (str(path), hashlib.sha256(source).digest(), names)
+    with _AST_LOCK:
+        if memo_key not in _CODE_MEMO:
+            _CODE_MEMO[memo_key] = _select(source, names, path.name)
+        return _CODE_MEMO[memo_key]
+
+
+def _select(source: bytes, names: tuple, filename: str) -> bytes:
+    import ast
+
+    tree = ast.parse(source)
+    found = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defined = [node.name]
+        elif isinstance(node, ast.Assign):
+            defined = [t.id for t in node.targets if isinstance(t, ast.Name)]
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            defined = [node.target.id]
+        else:
+            continue
+        for name in defined:
+            if name in names:
+                found[name] = _strip_docstrings(ast.unparse(node).encode())
+    missing = sorted(set(names) - set(found))
+    if missing:
+        raise ValueError(f"code_version: {filename} defines no {', '.join(missing)}")
+    return b"\0".join(name.encode() + b"=" + found[name] for name in sorted(found))
+
+
+def code_version(package_dir: str | Path | None = None, *, modules=(), family=None) -> str:
     """attnlib's version, a SHA-256 of the code that trains the entry, and the CPU kernels in
     use (:func:`attnlib.cpu.kernel_signature`): ``0.1.0+1a2b3c4d5e6f+x86-pinned-v1``.
 
-    Cache keys hold it, so that a change to the training code (the data pipeline, the models,
+    Cache keys hold it, so that a change to the training code (the data path, the family's model,
     the recipe, the thread count) can never be answered with a model the old code trained:
     the version string alone stays the same between releases. The code hashed is
-    :data:`TRAINING_CODE` plus ``modules`` (dotted names below attnlib, e.g.
-    ``"experiments.deception"``, or a module's ``__name__``). Edits elsewhere (an experiment
-    that only reads a model, the presentation package), to comments and to docstrings keep
-    the cache.
+    :data:`TRAINING_CODE`, the family's modules (``family``: dotted names below attnlib, a
+    config's ``training_code``; None: every model family, ``"models"``) and ``modules`` (an
+    experiment's own, e.g. ``"experiments.deception"`` or a module's ``__name__``). Edits
+    elsewhere, to comments and to docstrings keep the cache.
     """
     from . import __version__
 
     root = Path(package_dir) if package_dir is not None else Path(__file__).resolve().parent
-    wanted = set(TRAINING_CODE)
-    for name in modules:
-        name = str(name)
-        wanted.add(name[len("attnlib."):] if name.startswith("attnlib.") else name)
+    wanted, parts = {}, [*TRAINING_CODE, *(("models",) if family is None else family), *map(str, modules)]
+    for entry in parts:
+        name, _, names = entry.partition(":")
+        name = name[len("attnlib."):] if name.startswith("attnlib.") else name
+        wanted[name] = tuple(sorted(set(wanted.get(name) or ()) | set(filter(None, names.split(","))))) \
+            if names and (name not in wanted or wanted[name]) else None
     digest = hashlib.sha256()
     for path in sorted(root.rglob("*.py")):
         rel = path.relative_to(root)
         dotted = ".".join(rel.with_suffix("").parts)
-        if not any(dotted == w or dotted.startswith(w + ".") for w in wanted):
+        match = [w for w in wanted if dotted == w or dotted.startswith(w + ".")]
+        if not match:
             continue
-        digest.update(rel.as_posix().encode() + b"\0" + _code_of(path) + b"\0")
+        names = wanted[dotted] if dotted in wanted else None
+        digest.update(rel.as_posix().encode() + b"\0" + (_selected(path, names) if names else _code_of(path)) + b"\0")
     if "portable" in wanted:  # its compiled GEMM's source, and whether it is built here
         from .portable import gemm_kernel
 

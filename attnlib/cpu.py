@@ -6,7 +6,8 @@ over: ATen's vectorised kernels by instruction set (AVX-512, AVX2, ...), oneDNN'
 convolutions) by instruction set and cache sizes, and MKL's BLAS by instruction set, vendor
 and cache sizes. Each choice on its own changed the book's trained BiLSTM (measured: the
 epoch-1 loss moved between 0.6136 and 0.6235 across choices on one machine). Importing
-attnlib therefore pins all three for the process:
+``attnlib.reproducible`` therefore pins all three for the process (plain
+``import attnlib`` changes nothing of its host):
 
 * ``ATEN_CPU_CAPABILITY=avx2``: ATen's AVX2 kernels on every CPU that has AVX2, AVX-512
   or not (AMD and Intel run the same AVX2 code);
@@ -20,7 +21,7 @@ attnlib therefore pins all three for the process:
 
 The environment variables are read once, when torch first computes. attnlib sets them before
 it imports torch, and also works when torch was imported first, as long as nothing was
-computed yet. When something was (a notebook that ran torch code before ``import attnlib``),
+computed yet. When something was (a notebook that ran torch code before ``import attnlib.reproducible``),
 the pins cannot take effect any more: :func:`status` says so, training warns, and the model
 cache keeps such models apart (:func:`kernel_signature` is part of every cache key).
 
@@ -30,7 +31,7 @@ branch): most of it is MKL's SSE2 branch (8.2 s on its AVX2 branch).
 
 **Threads.** torch sizes its thread pool by the machine's visible cores; in a container
 (Binder, Colab, CI) the CPU quota can be smaller, and a thread pool larger than the CPU time
-it gets stalls in OpenMP's barriers. At import attnlib sets torch's threads to
+it gets stalls in OpenMP's barriers. ``import attnlib.reproducible`` sets torch's threads to
 :func:`available_cores`: the smallest of the cgroup CPU quota (``cpu.max``), the CPU affinity
 and the visible core count. ``ATTNLIB_THREADS`` overrides it. It also shortens the time
 OpenMP's waiting threads spin before they sleep (``GOMP_SPINCOUNT=1000``, when torch was not
@@ -47,10 +48,10 @@ here is also how many models :func:`attnlib.train.train_models` trains at once.
 **numpy and SciPy.** Their BLAS and LAPACK (OpenBLAS, built ``DYNAMIC_ARCH``) pick kernels
 by CPU too (``SkylakeX`` on an AMD EPYC with AVX-512), and numpy's own loops dispatch by
 instruction set: its float64 ``exp`` and ``log`` give other bits on AVX-512 (``X86_V4``) than
-on AVX2 (``X86_V3``). Importing attnlib pins OpenBLAS to its ``Haswell`` kernels
+on AVX2 (``X86_V3``). ``attnlib.reproducible`` pins OpenBLAS to its ``Haswell`` kernels
 (``OPENBLAS_CORETYPE``: AVX2 and FMA, the same code on every such CPU) and numpy's dispatch to
-``X86_V3`` (``NPY_DISABLE_CPU_FEATURES``), both read when the library loads: so import attnlib
-before numpy, as the chapters do. OpenBLAS runs one thread (``OPENBLAS_NUM_THREADS=1``, and
+``X86_V3`` (``NPY_DISABLE_CPU_FEATURES``), both read when the library loads: so import
+attnlib.reproducible before numpy, as the chapters do. OpenBLAS runs one thread (``OPENBLAS_NUM_THREADS=1``, and
 ``threadpoolctl`` for a library already loaded): results then depend on no thread count, and
 beside a busy process small SVDs took 2.9 ms on one OpenBLAS thread against 77 ms on two
 (threads stalled in OpenBLAS's barriers). :func:`status` says what holds (``blas``, ``numpy``).
@@ -315,11 +316,29 @@ def configure() -> CpuStatus:
     return _STATUS
 
 
-def status() -> CpuStatus:
-    """What this process computes with: pinned kernels or not, and torch's thread count."""
+#: Why the kernels are not pinned in a process that did not ask for them.
+NOT_CONFIGURED = "attnlib.reproducible was not imported (the host's own kernels and threads)"
+
+
+def _observed() -> CpuStatus:
+    """What a process that did not import :mod:`attnlib.reproducible` computes with, observed: nothing is set."""
     import torch
 
-    current = _STATUS or configure()
+    blas, level, _ = _numeric_state(False)
+    return CpuStatus(pinned=False, aten_capability=torch.backends.cpu.get_cpu_capability(), mkl_branch=_mkl_branch(),
+                     onednn=bool(torch.backends.mkldnn.enabled), threads=torch.get_num_threads(),
+                     cores=available_cores(), reason=NOT_CONFIGURED, blas=blas, numpy=level,
+                     numeric_reason=NOT_CONFIGURED)
+
+
+def status() -> CpuStatus:
+    """What this process computes with: pinned kernels or not, and torch's thread count. Changes nothing:
+    without ``import attnlib.reproducible`` it reports the host's own settings as not pinned."""
+    import torch
+
+    if _STATUS is None:
+        return _observed()
+    current = _STATUS
     if current.threads != torch.get_num_threads() or current.onednn != bool(torch.backends.mkldnn.enabled):
         # somebody changed them since: report what holds now
         onednn = bool(torch.backends.mkldnn.enabled)
@@ -346,8 +365,8 @@ def warn_if_unpinned(what: str = "this run") -> None:
     s = status()
     if not s.pinned and s.reason not in _WARNED:
         _WARNED.add(s.reason)
-        warnings.warn(f"{what} may not reproduce the book's numbers: {s}. Restart the kernel and import "
-                      "attnlib before running any torch code.", ReproducibilityWarning, stacklevel=3)
+        warnings.warn(f"{what} may not reproduce the book's numbers: {s}. Restart the kernel and make "
+                      "`import attnlib.reproducible` its first line, before any torch code.", ReproducibilityWarning, stacklevel=3)
 
 
 _WARNED: set = set()

@@ -47,7 +47,7 @@ from contextlib import contextmanager
 import numpy as np
 import torch
 
-__all__ = ["sqrt", "adam", "lbfgs_step", "matmul", "linear", "Linear", "chain_products", "gemm_kernel",
+__all__ = ["sqrt", "adam", "lbfgs_step", "LBFGS_PRIVATE", "lbfgs_private_changed", "matmul", "linear", "Linear", "chain_products", "gemm_kernel",
            "uses_chains", "lstm_recurrence", "lstm_cells"]
 
 
@@ -95,6 +95,32 @@ def adam(params: Iterable, *, lr: float, amsgrad: bool = False, weight_decay: fl
 
 
 _LBFGS_LOCK = threading.Lock()
+
+#: The private torch function :func:`lbfgs_step` swaps out, and what it was written against: the
+#: SHA-256 of ``inspect.getsource(torch.optim.lbfgs._cubic_interpolate)`` in torch 2.13.0 (the
+#: pinned version, requirements/constraints.txt). :func:`lbfgs_private_changed` compares it.
+LBFGS_PRIVATE = ("torch.optim.lbfgs._cubic_interpolate", "2.13.0",
+                 "cd63e37c40214ac725596e12f838fad9ae5fa3872ec4574a3c4073339b03d681")
+
+
+def lbfgs_private_changed() -> str | None:
+    """None while torch's private ``_cubic_interpolate`` is the code :func:`lbfgs_step` replaces;
+    else what changed and the fix (tests/test_portable.py fails with it)."""
+    import hashlib
+    import inspect
+
+    from torch.optim import lbfgs
+
+    name, version, digest = LBFGS_PRIVATE
+    function = getattr(lbfgs, "_cubic_interpolate", None)
+    if function is None:
+        return (f"torch {torch.__version__} has no {name} any more: attnlib.portable.lbfgs_step swaps it for "
+                f"the portable line search; implement the strong-Wolfe line search in attnlib or pin torch {version}")
+    if hashlib.sha256(inspect.getsource(function).encode()).hexdigest() != digest:
+        return (f"{name} in torch {torch.__version__} is not the code of torch {version} that "
+                f"attnlib.portable._portable_cubic_interpolate restates: compare the two, carry the change "
+                f"over (keeping the correctly rounded square root), and update attnlib.portable.LBFGS_PRIVATE")
+    return None
 
 
 def _portable_cubic_interpolate(x1, f1, g1, x2, f2, g2, bounds=None):

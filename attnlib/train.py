@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import random
 import threading
 import time
 import warnings
@@ -359,10 +360,19 @@ def seeded(seed: int) -> Iterator[None]:
     the threads' timing. (An ``nn.Dropout`` in the transformer did exactly that: under load, a
     BiLSTM trained beside it ended at test F1 0.774 instead of 0.765. The transformer's dropout
     now has its own generator.)
+
+    On leaving the block the global generators (Python's, numpy's, torch's CPU one) are put back
+    as they were: training a model in someone's script leaves their random streams alone.
     """
     with _INIT_LOCK:
-        seed_everything(seed)
-        yield
+        states = random.getstate(), np.random.get_state(), torch.random.get_rng_state()
+        try:
+            seed_everything(seed)
+            yield
+        finally:
+            random.setstate(states[0])
+            np.random.set_state(states[1])
+            torch.random.set_rng_state(states[2])
 
 
 class TrainingCancelled(RuntimeError):
@@ -688,7 +698,7 @@ def train_model(
         train=asdict(train_config),
         seed=seed,
         device=device.type,
-        attnlib=cache.code_version(),
+        attnlib=cache.code_version(family=config.training_code),
     )
     result = TrainedModel(
         model=None, dataset=dataset.name, config=config, train_config=train_config, seed=seed, key=key

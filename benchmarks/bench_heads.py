@@ -78,7 +78,7 @@ def one_backward(model, batches):
 
 def bench_heads(repeats: int = 3, threads: int | None = 1) -> dict:
     """Time the gate gradients against masking every head, both on ``threads`` torch threads."""
-    import attnlib  # noqa: F401  (first: importing it sizes torch's thread pool, which is set below)
+    import attnlib.reproducible  # noqa: F401  (first: it sizes torch's thread pool, which is set below)
     import torch
     from scipy.stats import spearmanr
 
@@ -162,7 +162,7 @@ def batched(model, batch, n_permutations: int):
 
 def bench_head_permutations(repeats: int = 2, threads: int | None = 1, n_permutations: int = 10) -> dict:
     """Time permute_heads (every head alone) against a per-site, per-permutation loop, both on ``threads`` threads."""
-    import attnlib  # noqa: F401  (first: importing it sizes torch's thread pool, which is set below)
+    import attnlib.reproducible  # noqa: F401  (first: it sizes torch's thread pool, which is set below)
     import numpy as np
     import torch
 
@@ -214,7 +214,7 @@ def _pruning_masks(model, orders: int = 5, seed: int = 0) -> list:
 def bench_masking(repeats: int = 3, threads: int | None = 1) -> dict:
     """Chapter 12's pruning masks through TransformerClassifier.masked_probabilities (layers shared
     between masks) against one forward pass per mask; the outputs must be the same bits."""
-    import attnlib  # noqa: F401  (first: importing it sizes torch's thread pool, which is set below)
+    import attnlib.reproducible  # noqa: F401  (first: it sizes torch's thread pool, which is set below)
     import torch
 
     from attnlib.head_importance import mask_heads

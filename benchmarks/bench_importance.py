@@ -136,7 +136,7 @@ def bench_cnn_loo(instances: int = 100) -> dict:
     import numpy as np
     import torch
 
-    import attnlib
+    import attnlib.reproducible  # noqa: F401
     from attnlib import data, importance
     from attnlib.models import AttentionClassifier, ModelConfig
 

@@ -28,6 +28,7 @@ import os, sys, time
 if os.environ.get("BENCH_TORCH_DEFAULTS"):
     import torch  # before attnlib: OpenMP keeps its default (long spinning) wait
     torch.set_num_threads(os.cpu_count())
+import attnlib.reproducible
 from attnlib import counterfactual, cpu, data, importance, train
 import torch
 if os.environ.get("BENCH_TORCH_DEFAULTS"):
@@ -63,7 +64,7 @@ def _run(work: str, n: int, torch_defaults: bool) -> tuple[float, int]:
 
 def bench_contention(repeats: int = 3) -> dict:
     # train (or load) the BiLSTM once, outside the timed runs
-    subprocess.run([sys.executable, "-c", "from attnlib import data, train; "
+    subprocess.run([sys.executable, "-c", "import attnlib.reproducible; from attnlib import data, train; "
                     "train.train_model(data.load_dataset('rt-polarity', seed=0), encoder='lstm', seed=0, progress=False)"],
                    check=True, timeout=1800)
     results = {}

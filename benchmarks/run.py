@@ -188,7 +188,7 @@ def _registry() -> dict:
     """kendall and chapters, plus every BENCHMARKS dict of a benchmarks/bench_*.py module."""
     import importlib.util
 
-    import attnlib  # noqa: F401 - first, as in the chapters: some modules import numpy, whose kernels it pins
+    import attnlib.reproducible  # noqa: F401 - first, as in the chapters: the book's pinned kernels
 
     found = {"kendall": bench_kendall}
     for path in sorted(Path(__file__).parent.glob("bench_*.py")):

@@ -1,4 +1,5 @@
-"""Shared test set-up: every test gets a private, empty model cache."""
+"""Shared test set-up: the book's pinned kernels, and every test gets a private, empty model cache."""
+import attnlib.reproducible  # noqa: F401  (first, as in the chapters: the tests check the book's numbers)
 import pytest
 from hypothesis import settings
 

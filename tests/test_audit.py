@@ -136,3 +136,63 @@ def test_the_audit_figure_writes_a_value_where_a_heatmap_would_be_flat():
     assert not [im for ax in one.axes for im in ax.get_images()]
     assert any("the one attention: 0.3" in t.get_text() for ax in one.axes for t in ax.texts)
     matplotlib.pyplot.close(one)
+
+
+_HOST = r"""
+import hashlib, json, os, random, sys
+import numpy as np
+import torch
+from threadpoolctl import threadpool_info
+
+torch.set_num_threads(3)  # the host's own choices
+torch.manual_seed(123), np.random.seed(123), random.seed(123)
+
+
+def digest(obj):
+    return hashlib.sha256(repr(obj).encode()).hexdigest()[:12]
+
+
+def state():
+    return {"environment": dict(os.environ), "torch threads": torch.get_num_threads(),
+            "oneDNN": bool(torch.backends.mkldnn.enabled), "ATen": torch.backends.cpu.get_cpu_capability(),
+            "deterministic": torch.are_deterministic_algorithms_enabled(), "dtype": str(torch.get_default_dtype()),
+            "grad": torch.is_grad_enabled(), "BLAS threads": {i["filepath"]: i["num_threads"] for i in threadpool_info()},
+            "numpy errors": np.geterr(), "numpy print": repr(np.get_printoptions()),
+            "torch generator": digest(torch.random.get_rng_state().tolist()),
+            "numpy generator": digest(np.random.get_state()[1].tolist()), "random": digest(random.getstate())}
+
+
+before = state()
+import attnlib
+from attnlib.audit import audit
+
+report = audit(sys.argv[1], sys.argv[2], text="review", label="score", n_permutations=2, ig_steps=4,
+               max_instances=8, progress=False)
+after = state()
+# a library loaded since (SciPy's BLAS) has its own pool: those already there must keep their threads
+after["BLAS threads"] = {path: n for path, n in after["BLAS threads"].items() if path in before["BLAS threads"]}
+changed = {k: [before[k], after[k]] for k in before if before[k] != after[k] and k != "environment"}
+env = {k: [before["environment"].get(k), after["environment"].get(k)]
+       for k in {*before["environment"], *after["environment"]}
+       if before["environment"].get(k) != after["environment"].get(k)}
+print(json.dumps({"changed": changed, "environment": env, "pinned": attnlib.cpu.status().pinned,
+                  "audited": report.n_instances}))
+"""
+
+
+def test_importing_attnlib_and_auditing_leaves_the_hosts_settings_alone(tiny_bert_checkpoint, reviews_csv):
+    """Issue 52: a practitioner's script that imports attnlib and audits a model (a head fitted, so the
+    training path runs too) keeps its torch and numpy settings, its environment and its random generators;
+    the book's pins come only with ``import attnlib.reproducible``."""
+    import json
+    import subprocess
+    import sys
+
+    from test_cpu import fresh_env
+
+    out = subprocess.run([sys.executable, "-c", _HOST, str(tiny_bert_checkpoint), str(reviews_csv)],
+                         capture_output=True, text=True, timeout=600, env=fresh_env())
+    assert out.returncode == 0, out.stderr[-3000:]
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert seen["audited"] > 0 and seen["pinned"] is False
+    assert seen["changed"] == {} and seen["environment"] == {}, seen

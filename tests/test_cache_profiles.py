@@ -129,9 +129,61 @@ def test_code_version_follows_the_training_code_not_the_plots(tmp_path):
         f.write("\nTOKENIZER_CHANGE = 1\n")
     changed = cache.code_version(copy)
     assert changed != before  # the data pipeline is, even in a sub-package
-    with open(copy / "train.py", "a") as f:
-        f.write("\nRECIPE_CHANGE = 2\n")
+    _edit_function(copy / "train.py", "fit", "recipe_change = 2")
     assert cache.code_version(copy) not in (before, changed)
+
+
+def _edit_function(path, name: str, statement: str) -> None:
+    """Put ``statement`` first in the body of the top-level function ``name`` of ``path`` (a code edit)."""
+    import ast
+
+    text = path.read_text()
+    node = next(n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == name)
+    lines = text.splitlines(keepends=True)
+    first = node.body[0]
+    at = first.lineno - 1
+    indent = " " * first.col_offset
+    lines.insert(at, f"{indent}{statement}\n")
+    path.write_text("".join(lines))
+
+
+#: Issue 52: an edit and the families whose model keys it moves (BiLSTM/CNN: ModelConfig; the transformer).
+EDITS = {
+    "a string in the pretrained family": ("models/pretrained.py", "append", ()),
+    "a string in the online data sources": ("data/online.py", "append", ()),
+    "a progress-bar setting of the scheduler": ("train.py", "run_concurrently", ()),
+    "attnlib's list of submodules": ("__init__.py", "append", ()),
+    "an experiment that only reads models": ("experiments/flow.py", "append", ()),
+    "the transformer family": ("models/transformer.py", "append", ("transformer",)),
+    "J&W's classifier (the transformer shares its tokens)": ("models/classifier.py", "append", ("bilstm", "transformer")),
+    "the training loop": ("train.py", "fit", ("bilstm", "transformer")),
+    "the seeding": ("__init__.py", "seed_everything", ("bilstm", "transformer")),
+    "the batches": ("data/batching.py", "append", ("bilstm", "transformer")),
+    "the portable kernels": ("portable.py", "append", ("bilstm", "transformer")),
+}
+
+
+@pytest.mark.parametrize("what", EDITS)
+def test_an_edit_moves_the_keys_of_the_families_whose_training_runs_it(tmp_path, what):
+    import shutil
+    from pathlib import Path
+
+    import attnlib
+    from attnlib.models import ModelConfig, TransformerConfig
+
+    copy = tmp_path / "attnlib"
+    shutil.copytree(Path(attnlib.__file__).parent, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    families = {"bilstm": ModelConfig.training_code, "transformer": TransformerConfig.training_code}
+    before = {name: cache.code_version(copy, family=code) for name, code in families.items()}
+    assert before["bilstm"] != before["transformer"]
+    path, where, moves = EDITS[what]
+    if where == "append":
+        with open(copy / path, "a") as f:
+            f.write("\nEDITED = 'tab:olive'\n")
+    else:
+        _edit_function(copy / path, where, "edited = 'tab:olive'")
+    after = {name: cache.code_version(copy, family=code) for name, code in families.items()}
+    assert {name for name in families if after[name] != before[name]} == set(moves)
 
 
 def test_a_model_trained_by_other_code_is_not_served(tmp_path, monkeypatch):
@@ -141,14 +193,14 @@ def test_a_model_trained_by_other_code_is_not_served(tmp_path, monkeypatch):
     small = data.load_dataset("synthetic", max_train=100, max_eval=40, seed=0)
     first = train.train_model(small, encoder="average", epochs=1, progress=False)
     assert train.train_model(small, encoder="average", epochs=1, progress=False).from_cache
-    monkeypatch.setattr(cache, "code_version", lambda package_dir=None: "0.1.0+edited")
+    monkeypatch.setattr(cache, "code_version", lambda package_dir=None, **_: "0.1.0+edited")
     again = train.train_model(small, encoder="average", epochs=1, progress=False)
     assert not again.from_cache and again.key != first.key
 
 
 _TWO_TRAINERS = r"""
 import json, sys, time
-import attnlib
+import attnlib.reproducible
 from attnlib import data, train
 ds = data.load_dataset("synthetic", n=120, seed=0)
 start = time.perf_counter()
@@ -207,7 +259,7 @@ def test_every_experiment_that_trains_a_cached_entry_puts_its_own_code_in_the_ke
     assert {p.stem for p in trainers} >= {"adversarial_training", "deception", "adversarial_keys"}
     for path in trainers:
         source = path.read_text()
-        assert "code_version(modules=[__name__])" in source and "code_version()" not in source, path.name
+        assert "code_version(modules=[__name__], family=" in source and "code_version()" not in source, path.name
 
 
 def test_a_profile_is_shared_settings_plus_one_section_per_part_or_chapter():

@@ -101,6 +101,7 @@ _LATE_IMPORT = """
 import warnings
 import torch
 torch.randn(64, 64).tanh().sum()  # torch computes before attnlib is imported: ATen's kernels are chosen now
+import attnlib.reproducible
 from attnlib import cache, cpu, data, train
 s = cpu.status()
 print(s.pinned, cpu.kernel_signature().startswith("unpinned-"), cache.code_version().split("+")[-1].startswith("unpinned"))
@@ -108,7 +109,7 @@ ds = data.load_dataset("synthetic", max_train=64, max_eval=32, seed=0)
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     train.train_model(ds, encoder="average", epochs=1, use_cache=False, progress=False)
-print(any(issubclass(w.category, cpu.ReproducibilityWarning) and "import attnlib before" in str(w.message)
+print(any(issubclass(w.category, cpu.ReproducibilityWarning) and "import attnlib.reproducible" in str(w.message)
           for w in caught))
 """
 
@@ -122,7 +123,7 @@ def test_torch_computing_before_attnlib_is_reported_warned_and_kept_out_of_the_c
 
 
 def test_pins_can_be_turned_off():
-    code = "from attnlib import cpu; s = cpu.status(); print(s.pinned, s.reason)"
+    code = "import attnlib.reproducible; from attnlib import cpu; s = cpu.status(); print(s.pinned, s.reason)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
                          env=fresh_env(**{cpu.PINS_ENV_VAR: "0"}))
     assert out.returncode == 0, out.stderr[-2000:]
@@ -152,7 +153,7 @@ _NUMERIC = """
 import hashlib, os
 if os.environ.get("IMPORT_NUMPY_FIRST"):
     import numpy
-import attnlib
+import attnlib.reproducible
 import numpy as np, scipy.linalg
 rng = np.random.default_rng(0)
 A = rng.standard_normal((120, 80)); b = rng.standard_normal(120); x = rng.random(20000) * 40 - 20

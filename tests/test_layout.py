@@ -11,7 +11,8 @@ ROOT = Path(attnlib.__file__).resolve().parent
 #: Layer of each top-level part of the package; a module may import only from its own layer or below.
 LAYERS = {
     "": 0,  # the package itself (__version__, seed_everything, get_device)
-    "_checks": 0, "metrics": 0, "uncertainty": 0, "cpu": 0, "portable": 0, "cache": 0, "profiles": 0, "published": 0,
+    "_checks": 0, "metrics": 0, "uncertainty": 0, "cpu": 0, "reproducible": 0, "portable": 0, "cache": 0, "profiles": 0,
+    "published": 0,
     "data": 1,
     "models": 2,
     "train": 3, "runs": 3, "seeds": 3,
@@ -236,3 +237,113 @@ def test_the_circle_check_finds_a_lazy_circle():
     assert _circles({"a": {"b"}, "b": set()}) == []
     source_a = "def f():\n    from .b import g\n"
     assert list(_imports("experiments.a", False, source_a)) == [("experiments.b", ["g"])]
+
+
+def _import_graph() -> dict:
+    """{module: the attnlib modules it imports, at module level or inside a function}, package __init__s included."""
+    graph = {}
+    for path in MODULES:
+        module = _module_name(path)
+        targets = set()
+        for target, names in _imports(module, path.name == "__init__.py", path.read_text()):
+            for name in names or [""]:
+                as_module = f"{target}.{name}".strip(".")
+                full = as_module if name and _is_module(as_module) else target
+                if full != module:
+                    targets.add(full)
+        graph[module] = targets
+    return graph
+
+
+def test_no_import_circle_in_the_package():
+    """Issue 52: no two modules import each other, directly or round a longer circle, lazy imports included
+    (a package's ``__init__`` that re-exports its own modules is its modules' parent, not a circle)."""
+    import networkx as nx
+
+    graph = nx.DiGraph()
+    for module, targets in _import_graph().items():
+        for target in targets:
+            if module.startswith(target + ".") or target == "":
+                continue  # a module's own package (its __init__ runs first anyway), or attnlib itself
+            graph.add_edge(module, target)
+    circles = list(nx.simple_cycles(graph))
+    assert circles == [], f"import circles: {circles[:5]}"
+    assert graph.number_of_edges() > 50  # the graph was read: it has the package's imports
+    assert graph.has_edge("models.classifier", "models.fast_paths")  # lazy imports (inside a function) count
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "experiments").glob("*.py")), ids=lambda p: p.stem)
+def test_experiments_check_a_capability_never_a_family_class(path):
+    """Issue 52: an experiment asks a model what it can do (models.protocol's capabilities), never which class
+    it is, and reads its layers and heads from its sites, not from a family's config."""
+    found = _class_dispatch(path.read_text())
+    assert found == [], f"{path.stem}: {found}"
+
+
+def _class_dispatch(source: str) -> list[str]:
+    """``isinstance``/``issubclass`` on a family class, and reads of a config's layers or heads."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("isinstance", "issubclass") \
+                and len(node.args) == 2:
+            names = {n.id for n in ast.walk(node.args[1]) if isinstance(n, ast.Name)}
+            found += [f"{node.func.id}(..., {name}) (line {node.lineno})" for name in sorted(names & FAMILY_CLASSES)]
+        elif isinstance(node, ast.Attribute) and node.attr in ("layers", "heads") and \
+                isinstance(node.value, ast.Attribute) and node.value.attr == "config":
+            found.append(f"reads config.{node.attr} (line {node.lineno})")
+    return found
+
+
+def test_the_dispatch_check_sees_a_class_test_and_a_config_read():
+    source = "if isinstance(model, (str, TransformerClassifier)):\n    n = model.config.layers\n"
+    assert len(_class_dispatch(source)) == 2
+    assert _class_dispatch("if has_capability(model, 'key_edits'):\n    n = layer_count(model)\n") == []
+
+
+def _defining_module(package: str, name: str) -> str:
+    """The module of ``package`` a name imported from the package comes from (its __init__'s re-export)."""
+    init = ROOT.joinpath(*package.split("."), "__init__.py")
+    for target, names in _imports(package, True, init.read_text()):
+        if name in names:
+            return target
+    return package
+
+
+def _training_closure(modules) -> set:
+    """Every attnlib module the given modules import at module level, at any depth, a package's names
+    followed to the submodule that defines them (``from ..data import PAD`` -> data.text)."""
+    seen, todo = set(), list(modules)
+    while todo:
+        module = todo.pop()
+        if module in seen:
+            continue
+        seen.add(module)
+        path = ROOT.joinpath(*module.split(".")).with_suffix(".py")
+        if not path.exists():
+            continue
+        tree = ast.parse(path.read_text())
+        top = ast.Module(body=[n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))], type_ignores=[])
+        for target, names in _imports(module, False, ast.unparse(top)):
+            for name in names or [""]:
+                as_module = f"{target}.{name}".strip(".")
+                if name and _is_module(as_module):
+                    todo.append(as_module)
+                elif target and (ROOT.joinpath(*target.split(".")) / "__init__.py").exists():
+                    todo.append(_defining_module(target, name))
+                elif target:
+                    todo.append(target)
+    return seen
+
+
+@pytest.mark.parametrize("config", ["ModelConfig", "TransformerConfig"])
+def test_a_familys_training_code_holds_every_module_its_model_imports(config):
+    """Issue 52: a model's cache key hashes its family's modules (``training_code``) and the shared
+    training code (attnlib.cache.TRAINING_CODE); every module the family imports is among them, so
+    an edit that changes a model's numbers always moves its key."""
+    from attnlib import cache, models
+
+    declared = set(getattr(models, config).training_code)
+    shared = {entry.partition(":")[0] for entry in cache.TRAINING_CODE}
+    needed = _training_closure(declared) - {""}
+    assert needed - declared - shared == set()
+    assert "data.online" not in needed and "models.pretrained" not in needed

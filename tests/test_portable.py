@@ -128,6 +128,44 @@ def test_the_optimizer_is_torchs_fused_adam_and_computes_adam():
     assert digest == GOLDEN_ADAM, f"the fused Adam gave {digest}, not the bits measured on Intel and AMD"
 
 
+def test_the_private_torch_function_lbfgs_step_swaps_is_the_one_it_was_written_against(monkeypatch):
+    """Issue 52: a torch upgrade that changes or removes ``lbfgs._cubic_interpolate`` fails here, with the fix."""
+    from torch.optim import lbfgs
+
+    assert portable.lbfgs_private_changed() is None, portable.lbfgs_private_changed()
+
+    def _cubic_interpolate(x1, f1, g1, x2, f2, g2, bounds=None):  # a "newer torch": other code
+        return (x1 + x2) / 2
+
+    monkeypatch.setattr(lbfgs, "_cubic_interpolate", _cubic_interpolate)
+    said = portable.lbfgs_private_changed()
+    assert said is not None and "update attnlib.portable.LBFGS_PRIVATE" in said
+    monkeypatch.delattr(lbfgs, "_cubic_interpolate")
+    assert "has no torch.optim.lbfgs._cubic_interpolate" in portable.lbfgs_private_changed()
+
+
+def test_the_compiled_kernels_ctypes_declarations_match_their_c_prototypes():
+    """Issue 52: each function ctypes calls in attnlib/_fmagemm.c has declared argument types that match its
+    C prototype one for one (a mismatch would crash the process instead of raising)."""
+    import ctypes
+    import re
+    from pathlib import Path
+
+    lib = portable._gemm_library()
+    assert lib is not None, "the compiled kernel is not built here (pip install -e . builds it)"
+    source = (Path(portable.__file__).parent / "_fmagemm.c").read_text()
+    kinds = {"int": ctypes.c_int, "long": ctypes.c_long, "ptrdiff_t": ctypes.c_ssize_t}
+    prototypes = re.findall(r"^(\w+) (pg_\w+)\(([^)]*)\)\s*\{", source, flags=re.M)
+    for ret, name, params in prototypes:
+        want = [ctypes.c_void_p if "*" in param else kinds[param.split()[0]]
+                for param in (p.strip() for p in " ".join(params.split()).split(",")) if param and param != "void"]
+        function = getattr(lib, name)
+        assert list(function.argtypes or []) == want, f"{name}: ctypes {function.argtypes} against C {params}"
+        assert function.restype == (None if ret == "void" else kinds[ret]), name
+    assert sorted(name for _, name, _ in prototypes) == ["pg_activation", "pg_kernel", "pg_lstm", "pg_lstm_cells",
+                                                        "pg_sgemm", "pg_sgemm_reference"]
+
+
 def test_lbfgs_step_uses_the_portable_line_search_and_restores_torchs():
     from torch.optim import lbfgs
 

@@ -273,6 +273,7 @@ _TRAIN_AND_HASH = """
 import hashlib, os
 if os.environ.get("IMPORT_TORCH_FIRST"):
     import torch  # a reader's notebook that imported torch before attnlib (nothing computed yet)
+import attnlib.reproducible
 from attnlib import cpu, data, train
 dataset = data.load_dataset("rt-polarity", max_eval=60, seed=0)  # the book's train split: small ones hide the effect
 if os.environ.get("TRAIN_CONCURRENTLY"):  # beside another model, in run_concurrently's threads
@@ -344,3 +345,26 @@ def test_unpinned_kernels_change_the_model_so_the_pins_are_what_holds_it():
     signature, digest = _trained_model_digest(env)
     assert signature.startswith("unpinned-")
     assert digest != GOLDEN_DIGEST
+
+
+def test_training_leaves_the_global_random_generators_as_they_were(tiny_dataset):
+    """A model built under ``seeded`` draws its first weights from the global generators seeded with its
+    seed; afterwards Python's, numpy's and torch's generators are back where the caller had them."""
+    import random
+
+    import numpy as np
+    import torch
+
+    from attnlib import train
+
+    # once first: the libraries training imports late (rich draws a number when it is imported) are in
+    train.train_model(tiny_dataset, encoder="average", epochs=1, use_cache=False, progress=False)
+    random.seed(5), np.random.seed(5), torch.manual_seed(5)
+    states = random.getstate(), np.random.get_state()[1].copy(), torch.random.get_rng_state().clone()
+    first = train.train_model(tiny_dataset, encoder="average", epochs=1, use_cache=False, progress=False)
+    assert random.getstate() == states[0] and (np.random.get_state()[1] == states[1]).all()
+    assert torch.equal(torch.random.get_rng_state(), states[2])
+    torch.randn(100)  # the caller's draws in between change nothing of the model
+    again = train.train_model(tiny_dataset, encoder="average", epochs=1, use_cache=False, progress=False)
+    for a, b in zip(first.model.state_dict().values(), again.model.state_dict().values()):
+        assert torch.equal(a, b)

@@ -666,7 +666,7 @@ def main(argv=None) -> int:
         os.environ["CUDA_VISIBLE_DEVICES"] = ""  # before torch meets CUDA: attnlib.get_device() gives the CPU too
     quick = args.device == "cpu" if args.quick is None else args.quick
 
-    import attnlib  # first: its kernel pins precede any torch computation
+    import attnlib.reproducible  # first: its kernel pins precede any torch computation
     import torch
 
     if args.device == "cuda" and not torch.cuda.is_available():

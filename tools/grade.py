@@ -1081,6 +1081,8 @@ class Appender:
 
 
 def main(argv: list[str] | None = None) -> int:
+    import attnlib.reproducible  # noqa: F401  (the references computed here as the chapters compute them)
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("submissions", type=Path, help="folder of <student>/<chapter>.ipynb")
     parser.add_argument("--out", type=Path, default=None, help="the CSV to write (default: standard output)")

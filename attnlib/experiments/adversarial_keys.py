@@ -71,7 +71,8 @@ from .. import cache, metrics, portable
 from .._checks import check_bool, check_positive_int, check_positive_number, check_seed
 from ..cpu import warn_if_unpinned
 from ..data import Split, stratified_positions
-from ..models import TransformerClassifier, device_of, eval_mode
+from ..models import device_of, eval_mode
+from ..models.protocol import KeyEditModel, layer_shape, require_capability
 from ..train import run_concurrently, training_threads
 
 __all__ = [
@@ -135,7 +136,7 @@ class AdversarialKeyMap(nn.Module):
 
 
 # ----------------------------------------------------------------------------- the distance
-def _layer_attention(model: TransformerClassifier, tokens: torch.Tensor, layer: int, key_map):
+def _layer_attention(model: KeyEditModel, tokens: torch.Tensor, layer: int, key_map):
     """Attention at ``layer`` with the mapped keys (differentiable in the map) and without, (B, h, T, T) each,
     and the key mask (B, T). The layers below run once, without gradients."""
     with torch.no_grad():
@@ -157,7 +158,7 @@ def _row_jsd(adversarial: torch.Tensor, original: torch.Tensor, key_mask: torch.
     return (rows * real[:, None, :]).sum((1, 2)) / (H * real.sum(-1))
 
 
-def attention_jsd(model: TransformerClassifier, batch, *, layer: int, key_map) -> torch.Tensor:
+def attention_jsd(model: KeyEditModel, batch, *, layer: int, key_map) -> torch.Tensor:
     """D per instance of ``batch``, (B,): how far ``key_map`` moves the attention at ``layer``.
 
     The mean over the layer's heads and real query rows of JSD(attention with the keys
@@ -234,15 +235,11 @@ class AdversarialKeysResult:
 
 # ----------------------------------------------------------------------------- checks
 def _check_model(model) -> None:
-    if not isinstance(model, TransformerClassifier):
-        raise ValueError(
-            "adversarial keys need a model that exposes its keys (`key_edits`): an "
-            f"attnlib.models.TransformerClassifier, got {type(model).__name__}"
-        )
+    require_capability(model, "key_edits", "adversarial keys (e.g. attnlib.models.TransformerClassifier)")
 
 
-def _check_layer(layer, model: TransformerClassifier) -> int:
-    n = model.config.layers
+def _check_layer(layer, model: KeyEditModel) -> int:
+    n = layer_shape(model)[0]
     if isinstance(layer, bool) or not isinstance(layer, numbers.Integral) or not 0 <= layer < n:
         raise ValueError(f"layer must be an int in 0 .. {n - 1} (the model has {n} layers), got {layer!r}")
     return int(layer)
@@ -254,7 +251,7 @@ def _check_alpha(alpha) -> float:
     return float(alpha)
 
 
-def _check_split(split, name: str, model: TransformerClassifier) -> None:
+def _check_split(split, name: str, model: KeyEditModel) -> None:
     if not isinstance(split, Split):
         raise ValueError(f"{name} must be an attnlib.data.Split, got {type(split).__name__}")
     if len(split) == 0:
@@ -408,7 +405,8 @@ def _run(model, train_split: Split, test_split: Split, s: dict, fingerprints: di
             kind="adversarial-keys", objective=_OBJECTIVE_VERSION, model=fingerprints["model"],
             config=model.config.to_dict(), train=fingerprints["train"], test=fingerprints["test"],
             settings={k: v for k, v in s.items() if k not in ("use_cache", "progress")}, device=device.type,
-            attnlib=cache.code_version(modules=[__name__]),  # the training core and this module's loss
+            # the training core, the family's modules and this module's loss
+            attnlib=cache.code_version(modules=[__name__], family=getattr(model.config, "training_code", None)),
         )
         with cache.building("adversarial-keys", key):  # a second process waits, then loads
             return _load_or_run(model, train_split, test_split, s, key, device)
@@ -455,7 +453,7 @@ def _load_or_run(model, train_split: Split, test_split: Split, s: dict, key, dev
 
 
 def adversarial_keys(
-    model: TransformerClassifier,
+    model: KeyEditModel,
     train_split: Split,
     test_split: Split,
     *,
@@ -489,8 +487,8 @@ def adversarial_keys(
     without, mean D at ``layer``, mean output TVD from the model's own output, the training
     history and the trained key map.
 
-    Raises ``ValueError`` for a model that is not a TransformerClassifier (adversarial keys need
-    the model's ``key_edits``), a layer outside the model, alpha outside [0, 1], an empty split
+    Raises ``ValueError`` for a model without the ``key_edits`` capability (adversarial keys need
+    the model's ``key_edits``: protocol.KeyEditModel), a layer outside the model, alpha outside [0, 1], an empty split
     or one with token ids or labels the model does not know, and bad training settings.
     """
     s = _settings(model, train_split, test_split, layer, alpha, hidden, epochs, batch_size, lr, seed, max_train,
@@ -498,9 +496,9 @@ def adversarial_keys(
     return _run(model, train_split, test_split, s)
 
 
-def _check_layers(layers, model: TransformerClassifier) -> list[int]:
+def _check_layers(layers, model: KeyEditModel) -> list[int]:
     if layers is None:
-        return list(range(model.config.layers))
+        return list(range(layer_shape(model)[0]))
     if isinstance(layers, (str, bytes, numbers.Number)) or not hasattr(layers, "__iter__"):
         raise ValueError(f"layers must be a sequence of layer numbers (or None for all), got {layers!r}")
     values = [_check_layer(v, model) for v in layers]
@@ -523,7 +521,7 @@ def _check_alphas(alphas) -> list[float]:
 
 
 def adversarial_keys_sweep(
-    model: TransformerClassifier,
+    model: KeyEditModel,
     train_split: Split,
     test_split: Split,
     *,

@@ -84,6 +84,7 @@ from .. import cache, metrics, published
 from .._checks import check_distribution, check_positive_number, check_seed
 from ..data import Dataset, Split
 from ..models import AttentionClassifier, device_of, eval_mode
+from ..models.protocol import has_capability
 from ..train import (
     STORED_FIELDS,
     Comparison,
@@ -376,7 +377,7 @@ def _base_outputs(model: AttentionClassifier, split: Split, device, batch_size: 
 def _validate(dataset, base, lam, seed, train_config, epochs):
     if not isinstance(dataset, Dataset):
         raise ValueError(f"dataset must be an attnlib.data.Dataset (see attnlib.data.load_dataset), got {type(dataset).__name__}")
-    if not isinstance(base, TrainedModel) or not isinstance(base.model, AttentionClassifier):
+    if not isinstance(base, TrainedModel) or not has_capability(base.model, "single_attention"):
         raise ValueError(f"base must be a TrainedModel from attnlib.train.train_model, got {type(base).__name__}")
     if base.config.attention not in ("tanh", "dot"):
         raise ValueError(
@@ -446,7 +447,8 @@ def train_adversary(
         seed=seed,
         init_seed=seed + ADVERSARY_SEED_OFFSET,
         device=device.type,
-        attnlib=cache.code_version(modules=[__name__]),  # the training core and this module's loss
+        # the training core, the family's modules and this module's loss
+        attnlib=cache.code_version(modules=[__name__], family=config.training_code),
     )
     result = AdversaryModel(
         model=None, dataset=dataset.name, config=config, train_config=train_config, seed=seed, key=key,

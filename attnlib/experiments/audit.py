@@ -71,7 +71,7 @@ import torch
 from .. import runs
 from .._checks import check_positive_int, check_seed
 from ..data import Batch, Dataset, Split, read_texts, stratified_positions
-from ..models.protocol import check_token_model, eval_mode, model_name
+from ..models.protocol import check_token_model, eval_mode, has_capability, model_name
 from ..uncertainty import bootstrap, proportion, rank_columns
 from .counterfactual import permute_attention
 from .explanations import IG_STEPS, explain, plausibility_by_instance
@@ -338,7 +338,7 @@ def _accuracy_columns(correct: np.ndarray) -> dict:
 
 def _identifiability(model, batch: Batch, notes: list):
     """(the per-head table, (n,) each sentence's share of heads with a null space), or None."""
-    if not (getattr(model, "rows_per_query", False) and callable(getattr(model, "trace", None))):
+    if not has_capability(model, "layered"):
         notes.append("identifiability: the model has no stack of heads to trace (J&W's classifier: its values are "
                      "its hidden states, with no null space for a sentence shorter than the hidden size)")
         return None

@@ -324,7 +324,8 @@ def dilution_curve(models: dict, vocab, *, marker: str = "superb", lengths=range
     import torch
 
     from ..data import collate, needle_sentence
-    from ..models import AttentionClassifier, device_of, eval_mode
+    from ..models import device_of, eval_mode
+    from ..models.protocol import has_capability
 
     if not models:
         raise ValueError("models must map at least one name to a model")
@@ -342,8 +343,9 @@ def dilution_curve(models: dict, vocab, *, marker: str = "superb", lengths=range
     frames = []
     for name, model in models.items():
         model = getattr(model, "model", model)
-        if not isinstance(model, AttentionClassifier):
-            raise ValueError(f"models[{name!r}] must be an AttentionClassifier or a TrainedModel")
+        if not has_capability(model, "single_attention"):
+            raise ValueError(f"models[{name!r}] must be a model with one attention over the tokens "
+                             f"(single_attention: an AttentionClassifier) or its TrainedModel")
         with torch.no_grad(), eval_mode(model):
             out = model(batch.to(device_of(model)))
         p = out.probs[:, 1].double().cpu().numpy().reshape(len(lengths), n_sentences)

@@ -397,7 +397,8 @@ def train_deceiver(
         train=asdict(train_config),
         seed=seed,
         device=device.type,
-        attnlib=cache.code_version(modules=[__name__]),  # the training core and this module's loss
+        # the training core, the family's modules and this module's loss
+        attnlib=cache.code_version(modules=[__name__], family=config.training_code),
     )
     result = DeceiverModel(
         model=None, dataset=dataset.name, config=config, train_config=train_config, seed=seed, key=key, lam=lam

@@ -49,7 +49,8 @@ import pandas as pd
 from .. import published as _published
 from .._checks import check_seed
 from ..data import Dataset
-from ..models import AttentionClassifier, ModelConfig, device_of
+from ..models import ModelConfig, device_of
+from ..models.protocol import has_capability
 from ..train import (
     TrainConfig,
     TrainedModel,
@@ -175,7 +176,7 @@ def _check_guide(guide, dataset: Dataset) -> None:
                 )
         return
     model = guide.model if isinstance(guide, TrainedModel) else guide
-    if not isinstance(model, AttentionClassifier):
+    if not has_capability(model, "single_attention"):
         raise ValueError(f"a guide must be {_KINDS}; got {type(guide).__name__}")
     if model.config.attention == "given":
         raise ValueError("the guide model has attention='given': it has no attention of its own to give")
@@ -402,7 +403,7 @@ __all__ += ["guides_test_attention"]
 def _guide_per_seed(name: str, guide, n_seeds: int) -> tuple:
     """``guide`` for every seed: a guide given once (a name, a model, attention) serves every
     seed; a list, a tuple or a :class:`~attnlib.seeds.SeedSet` gives one guide per seed."""
-    if isinstance(guide, (str, Mapping, TrainedModel, AttentionClassifier)):
+    if isinstance(guide, (str, Mapping, TrainedModel)) or has_capability(guide, "single_attention"):
         return (guide,) * n_seeds
     try:
         per_seed = tuple(guide)
@@ -463,7 +464,7 @@ def _trainings(dataset: Dataset, guides: list) -> dict:
     import functools
 
     distinct = list({id(g): g for g in guides}.values())
-    models = [g for g in distinct if isinstance(g, (TrainedModel, AttentionClassifier))]
+    models = [g for g in distinct if isinstance(g, TrainedModel) or has_capability(g, "single_attention")]
     made = dict(zip(map(id, models), run_concurrently(
         [functools.partial(_training, dataset, g) for g in models], progress=False, unit="guide")))
     return {id(g): made[id(g)] if id(g) in made else _training(dataset, g) for g in distinct}

@@ -55,7 +55,7 @@ from .. import runs, uncertainty
 from .._checks import check_positive_int
 from ..runs import InstanceResult
 from ..data import Split
-from ..models.protocol import check_token_model, device_of, model_name, word_mask
+from ..models.protocol import check_token_model, device_of, has_capability, model_name, word_mask
 from .faithfulness import rationale_ranking
 from .flow import flow_cls, rollout_cls
 from .identifiability import effective_attention
@@ -104,7 +104,7 @@ def _check_model(model):
 
 def _has_layers(model) -> bool:
     """A stack of attention layers with a row per query and a :meth:`trace` (both transformer families)."""
-    return bool(getattr(model, "rows_per_query", False)) and callable(getattr(model, "trace", None))
+    return has_capability(model, "layered")
 
 
 # --- The methods: a registry ------------------------------------------------------------------

@@ -62,6 +62,7 @@ from .._checks import SUM_TOL, check_finite
 from ..runs import InstanceResult
 from ..metrics import spearman
 from ..models import Trace, real_token_mask
+from ..models.protocol import has_capability
 
 __all__ = [
     "RESIDUAL",
@@ -223,7 +224,7 @@ def rollout_words(model, split, indices, *, residual: float = RESIDUAL) -> list:
         indices: the instances (row numbers of ``split``), at least one.
         residual: as in :func:`rollout`.
     """
-    if not callable(getattr(model, "trace", None)):
+    if not has_capability(model, "layered"):
         raise ValueError(f"model must have a trace(batch) method (a transformer), got {type(model).__name__}")
     if not callable(getattr(split, "batch", None)):
         raise ValueError(f"split must be an attnlib.data.Split, got {type(split).__name__}")
@@ -466,7 +467,7 @@ def relevance_by_layer(
             and flow then differ from raw attention only in [CLS]'s own weight,
             (a_00 + 1) / 2, which ranks [CLS] first.
     """
-    if not callable(getattr(model, "trace", None)):
+    if not has_capability(model, "layered"):
         raise ValueError(f"model must have a trace(batch) method (a transformer), got {type(model).__name__}")
     residual = _check_residual(residual)
     scale = _check_scale(scale)

@@ -49,7 +49,7 @@ from .. import uncertainty
 from .._checks import check_bool, check_positive_int, check_positive_number, check_seed
 from ..data import Batch, Split
 from ..models.heads import MASK, check_sites
-from ..models.protocol import Site, device_of, eval_mode
+from ..models.protocol import Site, device_of, eval_mode, has_capability, layer_shape
 
 __all__ = ["mask_heads", "gate_gradients", "head_importance", "head_ablation", "prune_by_importance",
            "prune_randomly", "prunable", "ALPHA"]
@@ -61,17 +61,12 @@ ALPHA = 0.05
 # ----------------------------------------------------------------------------- validation
 def _shape(model) -> tuple[int, int]:
     """(layers, heads) of a model with edits= support, or a clear ValueError."""
-    config = getattr(model, "config", None)
-    sites = getattr(model, "sites", None)
-    if not isinstance(model, torch.nn.Module) or config is None or sites is None:
+    if not has_capability(model, "layered"):
         raise ValueError(
             f"model must be a transformer with edits= support (attnlib.models.TransformerClassifier or "
-            f"PretrainedClassifier: an nn.Module with .sites and .config), got {type(model).__name__}"
+            f"PretrainedClassifier: an nn.Module with .sites, rows_per_query and trace), got {type(model).__name__}"
         )
-    L, h = int(config.layers), int(config.heads)
-    if tuple(sites) != tuple(Site(layer, head) for layer in range(L) for head in range(h)):
-        raise ValueError(f"model.sites must be every Site(layer, head) of its {L} layers x {h} heads, in order")
-    return L, h
+    return layer_shape(model)
 
 
 def _check_sites(sites, model=None) -> list[Site]:

@@ -33,7 +33,7 @@ from .._checks import check_positive_int, check_seed
 from ..data import PAD
 from ..models import Site, interventions
 from ..models.heads import check_sites
-from ..models.protocol import check_model, device_of, eval_mode
+from ..models.protocol import check_model, device_of, eval_mode, has_capability, layer_shape
 from ..train import run_concurrently, training_threads
 from . import counterfactual
 from .counterfactual import ADVERSARY
@@ -50,13 +50,12 @@ _BUDGET = 2**25
 
 
 def _shape(model) -> tuple[int, int]:
-    sites = getattr(model, "sites", None)
-    if not sites or not getattr(model, "rows_per_query", False):
+    if not has_capability(model, "layered"):
         raise ValueError(
             "this experiment needs a transformer: a model whose sites are heads (rows_per_query = True), "
             "e.g. attnlib.models.TransformerClassifier"
         )
-    return 1 + max(s.layer for s in sites), 1 + max(s.head for s in sites)
+    return layer_shape(model)
 
 
 @dataclass

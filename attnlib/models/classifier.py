@@ -60,6 +60,10 @@ ATTENTIONS = ("tanh", "dot", "uniform", "given")
 class ModelConfig:
     """What to build: encoder, attention and sizes (J&W defaults)."""
 
+    #: The modules this family's training runs (its model cache key hashes them, beside
+    #: attnlib.cache.TRAINING_CODE): editing another family's keeps these models.
+    training_code = ("models.classifier", "models.encoded", "models.interventions", "models.packed_lstm")
+
     encoder: str = "lstm"
     attention: str = "tanh"
     embed_dim: int = 50

@@ -364,7 +364,8 @@ class PretrainedClassifier(nn.Module):
         #: the checkpoint's own …ForSequenceClassification (its head runs on the encoder's states), or None
         self.checkpoint = classifier
         #: the fitted head (None when the checkpoint's own is used)
-        self.decoder = nn.Linear(d, 1 if n_classes == 2 else n_classes) if classifier is None else None
+        with torch.random.fork_rng(devices=[]):  # its first weights drawn without moving the host's generator
+            self.decoder = nn.Linear(d, 1 if n_classes == 2 else n_classes) if classifier is None else None
         self.sites = tuple(Site(layer, head) for layer in range(L) for head in range(H))
         # every submodule of layer l -> l: the attention function finds its layer by the module it is given
         self._layer_of = {id(m): index for index, layer in enumerate(layers) for m in layer.modules()}

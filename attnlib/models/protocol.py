@@ -77,7 +77,8 @@ from torch import nn
 
 __all__ = ["Site", "ONLY_SITE", "SiteState", "InterventionModel", "check_model", "device_of", "eval_mode",
            "class_probabilities", "TokenOutput", "TokenModel", "TOKEN_METHODS", "check_token_model", "word_mask",
-           "model_name"]
+           "model_name", "LayeredModel", "KeyEditModel", "CAPABILITIES", "has_capability", "require_capability",
+           "layer_shape"]
 
 
 @dataclass(frozen=True)
@@ -243,3 +244,76 @@ def word_mask(ids: torch.Tensor, pad_id: int) -> torch.Tensor:
 def model_name(model) -> str:
     """The model's name for a result's settings: its config's ``name``, else its class name."""
     return getattr(getattr(model, "config", None), "name", None) or type(model).__name__
+
+
+# ----------------------------------------------------------------------------- declared capabilities
+@runtime_checkable
+class LayeredModel(Protocol):
+    """A stack of attention layers of several heads (the book's transformer, a pretrained encoder):
+    a site is a head, with a row per query, and ``trace(batch)`` gives every layer's attentions,
+    values and output projections at once (:class:`attnlib.models.Trace`)."""
+
+    sites: tuple
+    rows_per_query: bool
+
+    def trace(self, batch): ...
+
+
+@runtime_checkable
+class KeyEditModel(LayeredModel, Protocol):
+    """A layered model whose attention *keys* can be replaced per layer (Pruthi-style edits, the
+    adversarial keys of Chapter 12): ``model(batch, key_edits={layer: fn})`` maps a layer's keys
+    (B, T, d_model), all heads side by side; ``embed(tokens)`` and ``visibility(tokens, key_mask)``
+    give the first layer's input and which keys a query may see."""
+
+    edits_keys: bool
+
+    def embed(self, tokens): ...
+
+    def visibility(self, tokens, key_mask): ...
+
+
+#: What a family may declare, how an experiment checks it, and what it promises. Experiments ask
+#: :func:`has_capability` / :func:`require_capability`, never which class a model is.
+CAPABILITIES = {
+    "single_attention": (
+        lambda m: getattr(m, "single_attention", False) is True,
+        "one attention distribution over the tokens that decoding reads directly (J&W's classifier: "
+        "``model(batch).attention`` is (B, T); ``single_attention = True``)"),
+    "layered": (
+        lambda m: getattr(m, "rows_per_query", False) is True and callable(getattr(m, "trace", None))
+        and getattr(m, "sites", None) is not None,
+        "a stack of attention layers and heads with ``trace(batch)`` (LayeredModel: ``rows_per_query = True``)"),
+    "key_edits": (
+        lambda m: CAPABILITIES["layered"][0](m) and getattr(m, "edits_keys", False) is True
+        and callable(getattr(m, "embed", None)) and callable(getattr(m, "visibility", None)),
+        "attention keys that can be edited per layer (KeyEditModel: ``edits_keys = True``, "
+        "``forward(batch, key_edits=...)``, ``embed``, ``visibility``)"),
+}
+
+
+def has_capability(model, capability: str) -> bool:
+    """Whether ``model`` declares ``capability`` (a key of :data:`CAPABILITIES`)."""
+    if capability not in CAPABILITIES:
+        raise ValueError(f"unknown capability {capability!r}; known: {', '.join(CAPABILITIES)}")
+    return isinstance(model, nn.Module) and bool(CAPABILITIES[capability][0](model))
+
+
+def require_capability(model, capability: str, what: str = "this experiment"):
+    """``model`` if it declares ``capability``, else a ValueError saying what the experiment needs."""
+    if not has_capability(model, capability):
+        raise ValueError(f"{what} needs a model with {CAPABILITIES[capability][1]}; "
+                         f"{type(model).__name__} does not declare it")
+    return model
+
+
+def layer_shape(model) -> tuple[int, int]:
+    """(layers, heads) of a layered model, read from its sites (every (layer, head), in order), or a ValueError."""
+    require_capability(model, "layered", "reading layers and heads")
+    sites = tuple(model.sites)
+    L = 1 + max((s.layer for s in sites), default=-1)
+    H = 1 + max((s.head for s in sites), default=-1)
+    if not sites or sites != tuple(Site(layer, head) for layer in range(L) for head in range(H)):
+        raise ValueError(f"model.sites must be every Site(layer, head) of its layers x heads, in order; "
+                         f"{type(model).__name__} has {len(sites)} sites")
+    return L, H

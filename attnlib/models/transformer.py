@@ -50,6 +50,11 @@ __all__ = ["TransformerConfig", "TransformerOutput", "TransformerClassifier"]
 class TransformerConfig:
     """What to build: layers, heads and the head dimension d_v (d_model = heads x head_dim)."""
 
+    #: The modules this family's training runs (see ModelConfig.training_code): its own, the heads'
+    #: edits, and J&W's classifier's, whose token conventions (BookTokens) it shares.
+    training_code = ("models.transformer", "models.heads", "models.classifier", "models.encoded",
+                     "models.interventions", "models.packed_lstm")
+
     layers: int = 4
     heads: int = 4
     head_dim: int = 32
@@ -211,6 +216,7 @@ class TransformerClassifier(BookTokens, nn.Module):
 
     has_own_attention = True
     rows_per_query = True  # a site is a head: one attention row per query (B, T, T)
+    edits_keys = True  # forward(key_edits=...), embed, visibility: protocol.KeyEditModel
 
     def __init__(self, vocab_size: int, config: TransformerConfig = TransformerConfig(),
                  embeddings: np.ndarray | None = None):

@@ -14,7 +14,8 @@ import pandas as pd
 
 from ... import uncertainty
 
-__all__ = ["NAMES", "attention_peaks", "captions", "comparison", "encoder_spread", "f1_beside_paper", "scores_table", "threshold"]
+__all__ = ["NAMES", "attention_peaks", "captions", "comparison", "encoder_spread", "f1_beside_paper", "scores_table", "threshold",
+           "training", "own_data"]
 
 #: How the prose names each encoder.
 NAMES = {"lstm": "BiLSTM", "cnn": "CNN", "average": "Average"}
@@ -237,3 +238,21 @@ def attention_peaks(
     out["ch01_six_peaks"] = ", ".join(f"*{tokens[i][k]}*" for i, k in zip(chosen, six))
     out["ch01_six_first"] = int(sum(k == 0 for k in six))
     return out
+
+
+def training(lstm, *, n_seeds: int, epochs: int) -> dict[str, Any]:
+    """The recipe and seed 0's BiLSTM the first paragraphs quote: its kept epoch of ``epochs``, its test F1
+    and accuracy and its dev ROC AUC (``lstm``: an :class:`attnlib.train.TrainedModel`), and how many
+    training seeds each encoder has (``n_seeds``)."""
+    return {"ch01_lstm_epoch": int(lstm.best_epoch), "ch01_epochs": int(epochs), "ch01_n_seeds": int(n_seeds),
+            "ch01_lstm_f1": float(lstm.test["f1"]), "ch01_lstm_acc": float(lstm.test["accuracy"]),
+            "ch01_lstm_dev_auc": float(lstm.dev["roc_auc"])}
+
+
+def own_data(*, n_rows: int, stats: Mapping, scores: Mapping, n_permuted: int, median_tvd) -> dict[str, Any]:
+    """The reader's own CSV: its rows, what loading dropped (``stats``: ``load_texts``' counts), the
+    model's F1 and ROC AUC on it (``scores``), and the permutation run's sentences and median TVD."""
+    return {"ch01_own_rows": int(n_rows), "ch01_own_empty": int(stats["n_empty"]),
+            "ch01_own_short": int(stats["n_too_short"]), "ch01_own_kept": int(stats["n_kept"]),
+            "ch01_own_f1": float(scores["f1"]), "ch01_own_auc": float(scores["roc_auc"]),
+            "ch01_own_n_perm": int(n_permuted), "ch01_own_median_tvd": float(np.median(median_tvd))}

@@ -56,6 +56,7 @@ __all__ = [
     "summary",
     "synthetic_tau",
     "yardstick",
+    "instance",
 ]
 
 #: The predicted classes 0 and 1 in words.
@@ -908,3 +909,16 @@ def recovery_over_seeds(recovery: Mapping, *, seed: int = 0) -> tuple[pd.DataFra
     out["ch03_syn_over"] = (f"{counts[0]} seeds each" if len(counts) == 1 and counts[0] > 1 else
                             "one trained model each" if counts == [1] else "their seeds")
     return table, out
+
+
+def instance(scores: Mapping[str, Any], tokens: Sequence[str]) -> dict[str, Any]:
+    """One sentence's three importance orders (``scores``: attention, gradient and leave-one-out, each a
+    weight per token of ``tokens``): where each puts its largest weight, and its share on the first token."""
+    scores = {k: np.asarray(scores[k], dtype=float) for k in ("attention", "gradient", "leave-one-out")}
+    top = {k: tokens[int(np.argmax(v))] for k, v in scores.items()}
+    out = {"ch03_inst_top": f"all three put their largest weight on *{top['attention']}*"
+           if len(set(top.values())) == 1 else "; ".join(f"{k} puts its largest weight on *{w}*" for k, w in top.items()),
+           "ch03_inst_first": f"*{tokens[0]}*"}
+    for k, short in (("attention", "att"), ("gradient", "grad"), ("leave-one-out", "loo")):
+        out[f"ch03_inst_{short}0"] = float(scores[k][0] / max(scores[k].sum(), 1e-12))
+    return out

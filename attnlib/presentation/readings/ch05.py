@@ -34,6 +34,7 @@ from .wording import ENCODER_NAMES, listed, some_of
 
 __all__ = [
     "against_paper",
+    "budget",
     "bins",
     "class_split",
     "counts",
@@ -331,3 +332,8 @@ def last_shown(result, shown: Sequence[int], *, threshold: float) -> dict[str, A
         "ch05_last_jsd": last_jsd,
         "ch05_last_side": "falls below" if last_jsd < threshold else "still reaches",
     }
+
+
+def budget(steps: int) -> dict[str, Any]:
+    """This profile's adversary steps (its time budget), for the prose."""
+    return {"ch05_steps": int(steps)}

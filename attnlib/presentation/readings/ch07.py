@@ -40,6 +40,7 @@ __all__ = [
     "line_up",
     "seed_peaks",
     "verdicts",
+    "setup",
 ]
 
 #: The bin edge at which J&W's fractions are read (Chapter 5).
@@ -492,3 +493,9 @@ def example(
             "within ε."
         )
     return {"ch07_example_seeds": text, "ch07_example_adv": a_text}
+
+
+def setup(*, base_seed: int, seeds: Sequence[int], bases: Sequence[int]) -> dict[str, Any]:
+    """The seeds the chapter trains: the base model's seed, the other seeds' models, the bases of the set."""
+    return {"ch07_base_seed": int(base_seed), "ch07_n_models": len(seeds), "ch07_models": ", ".join(map(str, seeds)),
+            "ch07_bases_text": ", ".join(map(str, bases)), "ch07_n_bases_set": len(bases)}

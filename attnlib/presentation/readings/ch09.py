@@ -30,7 +30,7 @@ from ... import uncertainty
 from .wording import listed
 
 __all__ = ["GUIDES", "guide_table", "guide_cells", "ranking", "adversary", "degenerate", "positions", "oracle",
-           "span"]
+           "span", "lambdas", "guide_lambda", "long_train"]
 
 #: The four guides of W&P's Table 3 and the short name their glued numbers carry.
 GUIDES = {"uniform": "uniform", "trained MLP": "trained", "base LSTM": "base", "adversary": "adv"}
@@ -579,3 +579,19 @@ def span(runs, *, seed: int = 0) -> dict[str, Any]:
         "ch09_worst": min(means, key=means.get),
         "ch09_best_name": max(means, key=means.get),
     }
+
+
+def lambdas(*, adversary_lambda: float, wp_range: Sequence[float]) -> dict[str, Any]:
+    """W&P's adversary's λ (their footnote 8) and the range their adversaries span, both in our scale."""
+    low, high = wp_range
+    return {"ch09_wp_lam": f"{adversary_lambda:g}", "ch09_wp_range": f"{low:g} to {high:g}"}
+
+
+def guide_lambda(lam: float, *, wp_scale: float) -> dict[str, Any]:
+    """The λ of the adversaries the guides come from, in our scale and in W&P's (ours / ``wp_scale``)."""
+    return {"ch09_lam": f"{lam:g}", "ch09_lam_wp": f"{lam / wp_scale:g}"}
+
+
+def long_train(n_train: int) -> dict[str, Any]:
+    """The oracle section's training sentences."""
+    return {"ch09_long_train": f"{n_train:,}"}

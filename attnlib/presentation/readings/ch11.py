@@ -24,7 +24,8 @@ from .wording import listed, require_columns
 
 __all__ = ["layer_list", "mass_by_layer", "mass_differences", "effective_mass", "token_identity",
            "token_identity_beside_brunner", "on_the_line", "correlation_wording", "scores_over_seeds",
-           "one_model_scores", "f1_beside_bilstm", "reach_by_length", "alternative_reach"]
+           "one_model_scores", "f1_beside_bilstm", "reach_by_length", "alternative_reach", "recipe",
+           "imdb_length", "sizes", "alternative", "long_sentences"]
 
 _GROUPS = ("[CLS]", "[SEP]", "punctuation")
 _MASS_COLUMNS = tuple(f"{k} {g}" for g in _GROUPS for k in ("raw", "effective"))
@@ -488,3 +489,36 @@ def alternative_reach(reach: pd.DataFrame, *, very_different: float) -> dict[str
             f"{float((row >= very_different).mean()):.1%} of the (sentence, head) pairs have a row that reaches it"
         ),
     }
+
+
+def recipe(*, lr: float, n_seeds: int) -> dict[str, Any]:
+    """The transformers' learning rate and the training seeds a verdict reads."""
+    return {"ch11_lr": f"{lr:g}", "ch11_n_seeds": int(n_seeds)}
+
+
+def imdb_length(tokens: int) -> dict[str, Any]:
+    """The length the IMDB reviews are cut to."""
+    return {"ch11_imdb_tokens": int(tokens)}
+
+
+def sizes(*, over, n_rt: int, n_imdb: int, n_probe: int, epochs: int, minilm_f1) -> dict[str, Any]:
+    """What the statistics run on: the share of sentences longer than d_v (``over``, as written), the
+    sentences of each data set, the probes' sentences, the transformers' epochs and MiniLM's F1 cell."""
+    return {"ch11_over_dv": over, "ch11_n_rt": int(n_rt), "ch11_n_imdb": int(n_imdb), "ch11_n_probe": int(n_probe),
+            "ch11_epochs": int(epochs), "ch11_f1_minilm": minilm_f1}
+
+
+def alternative(summary: Mapping, alt, *, n: int, row_jsd, layer: int, head: int) -> dict[str, Any]:
+    """The worked alternative at one head (``layer``, ``head``: 0-based): how far its output and the model's
+    output moved (``summary``), its scale and null-space dimension (``alt``), its rows' JSD on the
+    sentence's ``n`` tokens and the median JSD over rows (``row_jsd``)."""
+    jsd = np.asarray(alt.jsd[0, :n], dtype=float)
+    return {"ch11_alt_out": summary["head output: max |Ã T|"], "ch11_alt_scale": float(alt.output_scale[0]),
+            "ch11_alt_prob": summary["model: |change in p(positive)|"], "ch11_alt_jsd": float(jsd.mean()),
+            "ch11_alt_jsd_max": float(jsd.max()), "ch11_alt_n": int(n), "ch11_alt_median": float(np.median(row_jsd)),
+            "ch11_alt_layer": int(layer) + 1, "ch11_alt_head": int(head) + 1, "ch11_alt_dim": int(alt.null_dim[0])}
+
+
+def long_sentences(n_long: int) -> dict[str, Any]:
+    """How many sentences are longer than d_v, where the reach is measured."""
+    return {"ch11_long_n": int(n_long)}

@@ -30,7 +30,7 @@ from .wording import listed
 
 __all__ = ["label", "seed_sets", "models_by_seed", "seeds_plan", "table_over_seeds", "accuracy_and_mass", "pruthi",
            "pruthi_table", "beside_pruthi", "MINILM_STEP", "minilm_cost", "explanation_shares", "mean_shares",
-           "shares_table", "explanations", "removal_table", "erasure"]
+           "shares_table", "explanations", "removal_table", "erasure", "setup", "n_lambdas"]
 
 #: The chapter's two model families, and the short names its glued names use.
 FAMILIES = (("BiLSTM + tanh", "lstm"), ("transformer", "tf"))
@@ -681,3 +681,16 @@ def erasure(removal: Mapping, *, top: float, seed: int = 0) -> dict[str, Any]:
         disagree="more decisions than a random order in some seeds and fewer in others",
     )
     return out
+
+
+def setup(profile, paper, *, n_train: int) -> dict[str, Any]:
+    """What the chapter trains (``profile``: this run's DeceptionSizes) beside what the paper profile
+    trains (``paper``): the transformer's shape, the epochs, and the training sentences."""
+    return {"ch13_tf_shape": " × ".join(map(str, profile.transformer)), "ch13_n_train": int(n_train),
+            "ch13_lstm_epochs": profile.lstm_epochs, "ch13_tf_epochs": profile.transformer_epochs,
+            "ch13_paper_lstm_epochs": paper.lstm_epochs, "ch13_paper_tf_shape": " × ".join(map(str, paper.transformer))}
+
+
+def n_lambdas(lams: Sequence[float]) -> dict[str, Any]:
+    """How many penalty weights the table has."""
+    return {"ch13_n_lams": len(lams)}

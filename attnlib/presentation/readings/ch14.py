@@ -13,6 +13,7 @@ is within noise or the seeds disagree.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -24,7 +25,7 @@ from ...experiments.explanations import rank_over_seeds
 from .wording import listed, require_columns
 
 __all__ = ["SYNTHETIC_METHODS", "beside_abnar", "abnar", "correlations", "recovery_table", "rationale",
-           "ties_table", "flow_ties", "cls_kept_table", "cls_kept"]
+           "ties_table", "flow_ties", "cls_kept_table", "cls_kept", "setup"]
 
 #: The three relevance methods, and the short names the glued names use.
 _METHODS = (("raw attention", "raw"), ("rollout", "roll"), ("flow", "flow"))
@@ -483,3 +484,10 @@ def cls_kept(words: pd.DataFrame, kept: pd.DataFrame, rho_kept: dict, reference_
         "ch14_words_roll1": float(mean_words["rollout", 1]),
         "ch14_words_roll_last": float(mean_words["rollout", last]),
     }
+
+
+def setup(*, n_train: int, sets: Mapping) -> dict[str, Any]:
+    """The synthetic task's training sentences, its seeds, and the models the chapter trains in all
+    (``sets``: task -> SeedSet)."""
+    return {"ch14_syn_train": f"{n_train:,}", "ch14_seeds": len(sets["synthetic"]),
+            "ch14_models": sum(len(s) for s in sets.values())}

@@ -20,6 +20,7 @@ value}``. :func:`capstone_table` builds the table a reader sees, marking with
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -45,6 +46,11 @@ __all__ = [
     "ranks",
     "deceivers",
     "verdict",
+    "ig_steps",
+    "synthetic_task",
+    "epochs",
+    "n_scored",
+    "n_deceived",
 ]
 
 #: The capstone table's columns, as its header (and the verdict) names them.
@@ -583,3 +589,29 @@ def verdict(ranked: dict, learned: dict, n_seeds: dict) -> dict[str, Any]:
         + " first (alone or tied) in every column the answer reads"
     )
     return out
+
+
+def ig_steps(steps: int) -> dict[str, Any]:
+    """Integrated gradients' steps."""
+    return {"ch15_ig_steps": steps}
+
+
+def synthetic_task(settings: Mapping) -> dict[str, Any]:
+    """The synthetic task's sentence lengths and its share of negated sentences (``settings``)."""
+    return {"ch15_syn_lengths": f"{settings['min_len']}–{settings['max_len']}",
+            "ch15_negation_pct": f"{settings['negation']:.0%}"}
+
+
+def epochs(transformer_epochs: int) -> dict[str, Any]:
+    """The transformers' epochs."""
+    return {"ch15_tf_epochs": transformer_epochs}
+
+
+def n_scored(n: int) -> dict[str, Any]:
+    """The test sentences every method is scored on."""
+    return {"ch15_n": int(n)}
+
+
+def n_deceived(n: int) -> dict[str, Any]:
+    """The sentences the deceivers' explanations are read on."""
+    return {"ch15_n_dec": int(n)}

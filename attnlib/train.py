@@ -435,6 +435,27 @@ def run_concurrently(
     When a job raises, the others stop at their next batch and the first error (in job
     order) is raised.
     """
+    jobs, workers, costs, labels = _check_jobs(jobs, workers, costs, labels)
+    if getattr(_JOB, "stop", None) is not None:
+        workers = 1  # called from a job of an outer run_concurrently: its cores are taken already
+    if workers <= 1:
+        return [job() for job in jobs]
+    board = _Board(len(jobs), f"{description} ({workers} at once)", unit, progress, labels)
+    before = torch.get_num_threads()
+    try:
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="attnlib-train") as pool:
+            order = sorted(range(len(jobs)), key=lambda i: -costs[i]) if costs is not None else range(len(jobs))
+            submitted = {i: pool.submit(board.run, i, jobs[i]) for i in order}
+            return _results([submitted[i] for i in range(len(jobs))], board.stop)
+    finally:
+        board.close()
+        torch.set_num_threads(before)
+        cpu.release_memory()  # the worker threads' freed arenas (about 200 MB after two models)
+
+
+def _check_jobs(jobs, workers, costs, labels) -> tuple[list, int, list | None, list | None]:
+    """:func:`run_concurrently`'s arguments checked: the jobs, the workers (at most one per job), the costs
+    and the labels."""
     jobs = list(jobs)
     for job in jobs:
         if not callable(job):
@@ -452,72 +473,66 @@ def run_concurrently(
         labels = list(labels)
         if len(labels) != len(jobs) or not all(isinstance(label, str) for label in labels):
             raise ValueError(f"labels must be {len(jobs)} strings, one per job")
-    workers = min(workers, len(jobs))
-    if getattr(_JOB, "stop", None) is not None:
-        workers = 1  # called from a job of an outer run_concurrently: its cores are taken already
-    if workers <= 1:
-        return [job() for job in jobs]
+    return jobs, min(workers, len(jobs)), costs, labels
 
-    from tqdm.auto import tqdm
 
-    bar = tqdm(total=len(jobs), desc=f"{description} ({workers} at once)", unit=unit, disable=not progress,
-               mininterval=1.0)
-    lock = threading.Lock()
-    running: dict[int, str] = {}
-    stop = threading.Event()
+class _Board:
+    """What :func:`run_concurrently`'s jobs share: one progress bar that counts the finished jobs and
+    names the running ones (a job's training reports its epochs through :func:`_report`), and the
+    stop flag a failed job raises for the others (:func:`_stop_requested`)."""
 
-    def show() -> None:
-        bar.set_postfix_str("; ".join(running[k] for k in sorted(running)), refresh=False)
+    def __init__(self, total: int, description: str, unit: str, progress: bool, labels: list | None):
+        from tqdm.auto import tqdm
 
-    def run(i: int, job):
-        _JOB.stop = stop
+        self.bar = tqdm(total=total, desc=description, unit=unit, disable=not progress, mininterval=1.0)
+        self.labels, self.lock, self.running, self.stop = labels, threading.Lock(), {}, threading.Event()
 
-        def reporter(name: str, epoch: int, epochs: int) -> None:
-            with lock:
-                running[i] = f"{name}: epoch {epoch}/{epochs}"
-                show()
+    def _show(self) -> None:  # under the lock
+        self.bar.set_postfix_str("; ".join(self.running[k] for k in sorted(self.running)), refresh=False)
 
-        _JOB.reporter = reporter
-        if labels is not None:
-            with lock:
-                running[i] = labels[i]
-                show()
+    def _set(self, i: int, text: str) -> None:
+        with self.lock:
+            self.running[i] = text
+            self._show()
+
+    def run(self, i: int, job):
+        """Job ``i`` on this worker thread, its epochs shown on the bar; the bar counts it when it ends."""
+        _JOB.stop = self.stop
+        _JOB.reporter = lambda name, epoch, epochs: self._set(i, f"{name}: epoch {epoch}/{epochs}")
+        if self.labels is not None:
+            self._set(i, self.labels[i])
         try:
             return job()
         finally:
             _JOB.stop = _JOB.reporter = None
-            with lock:
-                running.pop(i, None)
-                show()
-                bar.update(1)
+            with self.lock:
+                self.running.pop(i, None)
+                self._show()
+                self.bar.update(1)
 
-    before = torch.get_num_threads()
+    def close(self) -> None:
+        self.bar.close()
+
+
+def _results(futures: list, stop: threading.Event) -> list:
+    """The jobs' results in order; on the first failure the others are stopped (at their next batch)
+    and cancelled, and the first error in job order that is not a cancellation is raised."""
     try:
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="attnlib-train") as pool:
-            order = sorted(range(len(jobs)), key=lambda i: -costs[i]) if costs is not None else range(len(jobs))
-            submitted = {i: pool.submit(run, i, jobs[i]) for i in order}
-            futures = [submitted[i] for i in range(len(jobs))]
-            try:
-                wait(futures, return_when=FIRST_EXCEPTION)
-            except BaseException:  # KeyboardInterrupt: stop the others too
-                stop.set()
-                raise
-            finally:
-                if any(f.done() and not f.cancelled() and f.exception() is not None for f in futures):
-                    stop.set()
-                    for f in futures:
-                        f.cancel()
-            wait(futures)
-            failed = [f.exception() for f in futures if not f.cancelled() and f.exception() is not None]
-            first = next((e for e in failed if not isinstance(e, TrainingCancelled)), failed[0] if failed else None)
-            if first is not None:
-                raise first
-            results = [f.result() for f in futures]
+        wait(futures, return_when=FIRST_EXCEPTION)
+    except BaseException:  # KeyboardInterrupt: stop the others too
+        stop.set()
+        raise
     finally:
-        bar.close()
-        torch.set_num_threads(before)
-        cpu.release_memory()  # the worker threads' freed arenas (about 200 MB after two models)
-    return results
+        if any(f.done() and not f.cancelled() and f.exception() is not None for f in futures):
+            stop.set()
+            for f in futures:
+                f.cancel()
+    wait(futures)
+    failed = [f.exception() for f in futures if not f.cancelled() and f.exception() is not None]
+    first = next((e for e in failed if not isinstance(e, TrainingCancelled)), failed[0] if failed else None)
+    if first is not None:
+        raise first
+    return [f.result() for f in futures]
 
 
 #: Relative cost of one token through each encoder in training (measured on an Intel Xeon, one

@@ -776,11 +776,7 @@ def read_texts(source, *, text: str = "text", label: str = "label") -> RawTexts:
     whose text is missing or blank are dropped and counted (``n_missing``); a row with a text
     and no label is a ValueError.
     """
-    for arg, value in (("text", text), ("label", label)):
-        if not isinstance(value, str) or not value:
-            raise ValueError(f"{arg} must be a column name (a non-empty str), got {value!r}")
-    if text == label:
-        raise ValueError(f"text and label must be two columns, both are {text!r}")
+    _check_columns(text, label)
     if isinstance(source, dict):
         unknown = [k for k in source if k not in _TABLE_SPLITS]
         if unknown or not source:
@@ -871,69 +867,11 @@ def load_texts(
     or fewer than two classes, fewer than ``MIN_INSTANCES`` (10) instances left after the
     filters, or a split that holds one class only.
     """
-    for arg, value in (("text", text), ("label", label)):
-        if not isinstance(value, str) or not value:
-            raise ValueError(f"{arg} must be a column name (a non-empty str), got {value!r}")
-    if text == label:
-        raise ValueError(f"text and label must be two columns, both are {text!r}")
-    if split is not None and (not isinstance(split, str) or split in (text, label)):
-        raise ValueError(f"split must name a third column (of train/dev/test), got {split!r}")
-    classes = _check_classes(classes)
-    check_positive_int(seed, "seed", minimum=0)
-    check_positive_int(min_df, "min_df", minimum=1)
-    check_positive_int(min_len, "min_len", minimum=1)
-    if max_len is not None and check_positive_int(max_len, "max_len", minimum=1) < min_len:
-        raise ValueError(f"max_len ({max_len}) must be >= min_len ({min_len})")
-    for arg, value in (("max_train", max_train), ("max_eval", max_eval)):
-        if value is not None:
-            check_positive_int(value, arg, minimum=1)
-
-    # the sources: one (with or without a split column) or one per split
-    if isinstance(source, dict):
-        if split is not None:
-            raise ValueError("give the splits either as a dict of sources or as a split= column, not both")
-        unknown = [k for k in source if k not in _TABLE_SPLITS]
-        if unknown or not source:
-            raise ValueError(
-                f"a dict source maps split names {sorted(_TABLE_SPLITS)} to sources; got keys {list(source)}"
-            )
-        parts = [(_TABLE_SPLITS[k], v, f"load_texts (split {k!r})") for k, v in source.items()]
-        if len({p for p, _, _ in parts}) < len(parts):
-            raise ValueError(f"two keys of the dict name the same split: {list(source)}")
-        where = "a dict of " + ", ".join(
-            f"{k}: {Path(v).name if isinstance(v, (str, os.PathLike)) else type(v).__name__}" for k, v in source.items()
-        )
-    else:
-        parts = [("all", source, "load_texts")]
-        where = Path(source).name if isinstance(source, (str, os.PathLike)) else (
-            "a datasets.Dataset" if _hf_module(source) is not None else f"a {type(source).__name__}")
-    if name is None:
-        if not isinstance(source, (str, os.PathLike)):
-            raise ValueError(f"give the data set a name= (it keys the model cache); {where} has none")
-        name = _table_path_parts(source)[1]
-    if not isinstance(name, str) or not name.strip():
-        raise ValueError(f"name must be a non-empty str, got {name!r}")
-    name = name.strip()
-    if name.lower() in _SOURCES or name.lower() in _ALIASES or name.lower() in ("sst", "synthetic-long"):
-        raise ValueError(f"{name!r} is the name of one of the book's data sets (whose published figures would "
-                         "be shown beside yours): give your data another name=")
-
-    frames, declared = [], None
-    for piece, src, what in parts:
-        frame, names = _columns_of(src, text, label, split, what)
-        declared = declared or names
-        if split is None:
-            frame = frame.assign(_piece=piece)
-        else:
-            given = frame[split]
-            piece_of = given.map(lambda v: _TABLE_SPLITS.get(v.strip().lower()) if isinstance(v, str) else None)
-            if piece_of.isna().any():
-                odd = sorted({repr(v) for v in given[piece_of.isna()].tolist()})[:5]
-                raise ValueError(f"load_texts: the split column {split!r} holds {odd}; use train, dev "
-                                 "(or validation) and test")
-            frame = frame.assign(_piece=piece_of)
-        frames.append(frame)
-    table = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0].reset_index(drop=True)
+    classes = _check_load_arguments(text, label, split, classes, seed, min_df, min_len, max_len, max_train,
+                                    max_eval)
+    parts, where = _source_parts(source, split)
+    name = _data_name(source, name, where)
+    table, declared = _read_parts(parts, text, label, split)
     # rows without a text are dropped (and counted) first; every other row needs a label
     all_texts = _text_list(table[text])
     ok = np.fromiter((t is not None and t.strip() != "" for t in all_texts), dtype=bool, count=len(table))
@@ -968,6 +906,97 @@ def load_texts(
         corpus = Corpus.from_texts(texts)
         raw = _Raw(corpus, texts, labels, piece, None, {"n_source": len(table), "n_empty": n_empty})
         ds = _assemble(spec, raw, seed=seed, max_train=max_train, max_eval=max_eval, min_df=min_df, config=config)
+    _check_kept(ds, names)
+    return ds
+
+
+def _check_columns(text, label) -> None:
+    for arg, value in (("text", text), ("label", label)):
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"{arg} must be a column name (a non-empty str), got {value!r}")
+    if text == label:
+        raise ValueError(f"text and label must be two columns, both are {text!r}")
+
+
+def _check_load_arguments(text, label, split, classes, seed, min_df, min_len, max_len, max_train, max_eval):
+    """:func:`load_texts`' arguments checked; ``classes`` as :func:`_check_classes` gives it."""
+    _check_columns(text, label)
+    if split is not None and (not isinstance(split, str) or split in (text, label)):
+        raise ValueError(f"split must name a third column (of train/dev/test), got {split!r}")
+    classes = _check_classes(classes)
+    check_positive_int(seed, "seed", minimum=0)
+    check_positive_int(min_df, "min_df", minimum=1)
+    check_positive_int(min_len, "min_len", minimum=1)
+    if max_len is not None and check_positive_int(max_len, "max_len", minimum=1) < min_len:
+        raise ValueError(f"max_len ({max_len}) must be >= min_len ({min_len})")
+    for arg, value in (("max_train", max_train), ("max_eval", max_eval)):
+        if value is not None:
+            check_positive_int(value, arg, minimum=1)
+    return classes
+
+
+def _source_parts(source, split) -> tuple[list, str]:
+    """The sources to read, ``[(split or "all", source, what)]`` (one, or one per split of a dict), and
+    how the description names them."""
+    if not isinstance(source, dict):
+        where = Path(source).name if isinstance(source, (str, os.PathLike)) else (
+            "a datasets.Dataset" if _hf_module(source) is not None else f"a {type(source).__name__}")
+        return [("all", source, "load_texts")], where
+    if split is not None:
+        raise ValueError("give the splits either as a dict of sources or as a split= column, not both")
+    unknown = [k for k in source if k not in _TABLE_SPLITS]
+    if unknown or not source:
+        raise ValueError(
+            f"a dict source maps split names {sorted(_TABLE_SPLITS)} to sources; got keys {list(source)}"
+        )
+    parts = [(_TABLE_SPLITS[k], v, f"load_texts (split {k!r})") for k, v in source.items()]
+    if len({p for p, _, _ in parts}) < len(parts):
+        raise ValueError(f"two keys of the dict name the same split: {list(source)}")
+    where = "a dict of " + ", ".join(
+        f"{k}: {Path(v).name if isinstance(v, (str, os.PathLike)) else type(v).__name__}" for k, v in source.items()
+    )
+    return parts, where
+
+
+def _data_name(source, name, where: str) -> str:
+    """The data set's name: ``name``, or a file's stem; never one of the book's own data sets'."""
+    if name is None:
+        if not isinstance(source, (str, os.PathLike)):
+            raise ValueError(f"give the data set a name= (it keys the model cache); {where} has none")
+        name = _table_path_parts(source)[1]
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"name must be a non-empty str, got {name!r}")
+    name = name.strip()
+    if name.lower() in _SOURCES or name.lower() in _ALIASES or name.lower() in ("sst", "synthetic-long"):
+        raise ValueError(f"{name!r} is the name of one of the book's data sets (whose published figures would "
+                         "be shown beside yours): give your data another name=")
+    return name
+
+
+def _read_parts(parts: list, text: str, label: str, split) -> tuple[pd.DataFrame, object]:
+    """Every part's rows in one table with its split in ``_piece`` (the dict's key or the ``split``
+    column), and the label names a part declares (a ``ClassLabel``'s), if any."""
+    frames, declared = [], None
+    for piece, src, what in parts:
+        frame, names = _columns_of(src, text, label, split, what)
+        declared = declared or names
+        if split is None:
+            frame = frame.assign(_piece=piece)
+        else:
+            given = frame[split]
+            piece_of = given.map(lambda v: _TABLE_SPLITS.get(v.strip().lower()) if isinstance(v, str) else None)
+            if piece_of.isna().any():
+                odd = sorted({repr(v) for v in given[piece_of.isna()].tolist()})[:5]
+                raise ValueError(f"load_texts: the split column {split!r} holds {odd}; use train, dev "
+                                 "(or validation) and test")
+            frame = frame.assign(_piece=piece_of)
+        frames.append(frame)
+    table = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0].reset_index(drop=True)
+    return table, declared
+
+
+def _check_kept(ds: Dataset, names) -> None:
+    """Enough instances after the filters, and both classes in every split."""
     n_kept = ds.stats["n_kept"]
     if n_kept < MIN_INSTANCES:
         raise ValueError(f"load_texts: {n_kept} instances left after the filters ({_dropped(ds.stats)}): at "
@@ -981,7 +1010,6 @@ def load_texts(
                 "split needs both classes to score a model (F1, ROC-AUC): give more data (of the rarer "
                 "class), a larger max_eval, or splits with both classes"
             )
-    return ds
 
 
 # -- Pruthi et al.'s two-sentence task --------------------------------------------------------------------

@@ -513,7 +513,7 @@ def adversarial_attention(
         model, device = run.model, run.device
         N, T_all = run.batch.tokens.shape
         C = model.n_classes
-        pair_i, pair_j = torch.triu_indices(k, k, offset=1, device=device)
+        pairs = torch.triu_indices(k, k, offset=1, device=device)
         rows_shape = (T_all, T_all) if by_query else (T_all,)
         candidates = np.zeros((N, k, *rows_shape), dtype=np.float32)
         alpha_all = np.zeros((N, *rows_shape), dtype=np.float32)
@@ -525,43 +525,12 @@ def adversarial_attention(
                    mininterval=1.0)  # one redraw a second at most (see attnlib.train.fit)
         with bar:
             for rows, chunk, state in run.states(site, query_rows=by_query):
-                alpha_hat, mask = state.attention, state.mask  # (n, T), or (n, Q, T) with a row per query
-                with torch.no_grad():
-                    y_hat = model.decode_at(state, alpha_hat)  # (n, C)
+                attention, y, y_hat, hat3, y_hat3, rows_of = _search_chunk(
+                    model, state, chunk, k=k, steps=steps, lr=lr, penalty=penalty, init_noise=init_noise, seed=seed,
+                    eps=eps, pairs=pairs, device=device, bar=bar)
+                alpha_hat, mask = state.attention, state.mask
                 n, T = mask.shape
-                first, n_real = interventions.real_span(mask.cpu())
-                if alpha_hat.ndim == 3 and alpha_hat.shape[1] != T:
-                    raise ValueError(f"a head's attention must have a row per position, got {tuple(alpha_hat.shape)}")
-                logits = _initial_logits(first, n_real, chunk.index.cpu(), k, seed, init_noise, T,
-                                         by_query=alpha_hat.ndim == 3)
-                logits = logits.to(device=device, dtype=alpha_hat.dtype).requires_grad_(True)
-                optimizer = portable.adam([logits], lr=lr, amsgrad=True)
-                keys = mask.view(n, 1, *([1] * (alpha_hat.ndim - 2)), T)  # (n, 1, [1,] T)
-                hat3 = alpha_hat.unsqueeze(1).expand(n, k, *alpha_hat.shape[1:])
-                y_hat3 = y_hat.unsqueeze(1).expand(n, k, C)
-                hat_terms = _xlogx(alpha_hat).sum(-1).unsqueeze(1)  # (n, 1[, Q]): sum alpha-hat log alpha-hat
-                rows_of = _row_mean(mask, alpha_hat.ndim)  # a head's JSD: the mean over its real query rows
-
-                for _ in range(steps):
-                    attention = masked_softmax(logits, keys)  # (n, k, T) or (n, k, Q, T)
-                    y = model.decode_at(state, attention)  # (n, k, C)
-                    output_change = metrics.tvd(y, y_hat3, check=False)  # (n, k)
-                    terms = _xlogx(attention).sum(-1)  # (n, k[, Q])
-                    to_hat = rows_of(_loss_jsd(attention, hat3, terms, hat_terms))  # (n, k) JSD(alpha_i, alpha-hat)
-                    loss = (penalty * torch.relu(output_change - eps) - to_hat).sum()
-                    if n_pairs:  # JSD(alpha_i, alpha_j) for i < j; J&W's mean over all k^2 ordered pairs
-                        cross = rows_of(
-                            _loss_jsd(attention[:, pair_i], attention[:, pair_j], terms[:, pair_i], terms[:, pair_j])
-                        )
-                        loss = loss - cross.sum() * (2.0 / (k * k))
-                    (grad,) = torch.autograd.grad(loss, [logits])
-                    logits.grad = grad
-                    optimizer.step()
-                    bar.update(1)
-
                 with torch.no_grad():
-                    attention = masked_softmax(logits, keys)
-                    y = model.decode_at(state, attention)
                     tvd_all[rows] = metrics.tvd(y, y_hat3, check=False).double().cpu().numpy()
                     jsd_all[rows] = rows_of(metrics.jsd(attention, hat3, check=False)).double().cpu().numpy()
                     span = (slice(None, T),) * (alpha_hat.ndim - 1)
@@ -589,6 +558,52 @@ def adversarial_attention(
         settings={"k": k, "steps": steps, "lr": lr, "penalty": penalty, "init_noise": init_noise, "seed": seed},
         **run.instance_fields(probs_all),
     )
+
+
+def _search_chunk(model, state, chunk, *, k, steps, lr, penalty, init_noise, seed, eps, pairs, device, bar):
+    """J&W's search on one chunk of instances: ``k`` candidate attentions per instance at the state's
+    site, each pushed away from the model's own (JSD) and from the others while the output stays within
+    ``eps`` (TVD), ``steps`` Adam steps on their logits. (the candidates (n, k, [Q,] T), their outputs
+    (n, k, C), the model's own output (n, C), the own rows and output repeated k times, and the
+    per-head row mean of a JSD)."""
+    alpha_hat, mask = state.attention, state.mask  # (n, T), or (n, Q, T) with a row per query
+    with torch.no_grad():
+        y_hat = model.decode_at(state, alpha_hat)  # (n, C)
+    n, T = mask.shape
+    C = y_hat.shape[-1]
+    first, n_real = interventions.real_span(mask.cpu())
+    if alpha_hat.ndim == 3 and alpha_hat.shape[1] != T:
+        raise ValueError(f"a head's attention must have a row per position, got {tuple(alpha_hat.shape)}")
+    logits = _initial_logits(first, n_real, chunk.index.cpu(), k, seed, init_noise, T,
+                             by_query=alpha_hat.ndim == 3)
+    logits = logits.to(device=device, dtype=alpha_hat.dtype).requires_grad_(True)
+    optimizer = portable.adam([logits], lr=lr, amsgrad=True)
+    keys = mask.view(n, 1, *([1] * (alpha_hat.ndim - 2)), T)  # (n, 1, [1,] T)
+    hat3 = alpha_hat.unsqueeze(1).expand(n, k, *alpha_hat.shape[1:])
+    y_hat3 = y_hat.unsqueeze(1).expand(n, k, C)
+    hat_terms = _xlogx(alpha_hat).sum(-1).unsqueeze(1)  # (n, 1[, Q]): sum alpha-hat log alpha-hat
+    rows_of = _row_mean(mask, alpha_hat.ndim)  # a head's JSD: the mean over its real query rows
+    pair_i, pair_j = pairs
+    for _ in range(steps):
+        attention = masked_softmax(logits, keys)  # (n, k, T) or (n, k, Q, T)
+        y = model.decode_at(state, attention)  # (n, k, C)
+        output_change = metrics.tvd(y, y_hat3, check=False)  # (n, k)
+        terms = _xlogx(attention).sum(-1)  # (n, k[, Q])
+        to_hat = rows_of(_loss_jsd(attention, hat3, terms, hat_terms))  # (n, k) JSD(alpha_i, alpha-hat)
+        loss = (penalty * torch.relu(output_change - eps) - to_hat).sum()
+        if len(pair_i):  # JSD(alpha_i, alpha_j) for i < j; J&W's mean over all k^2 ordered pairs
+            cross = rows_of(
+                _loss_jsd(attention[:, pair_i], attention[:, pair_j], terms[:, pair_i], terms[:, pair_j])
+            )
+            loss = loss - cross.sum() * (2.0 / (k * k))
+        (grad,) = torch.autograd.grad(loss, [logits])
+        logits.grad = grad
+        optimizer.step()
+        bar.update(1)
+    with torch.no_grad():
+        attention = masked_softmax(logits, keys)
+        y = model.decode_at(state, attention)
+    return attention, y, y_hat, hat3, y_hat3, rows_of
 
 
 # ----------------------------------------------------------------------------- summaries

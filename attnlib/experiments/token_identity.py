@@ -500,25 +500,52 @@ def token_identifiability(
     max_train_tokens = check_positive_int(max_train_tokens, "max_train_tokens")
     progress = check_bool(progress, "progress")
 
-    # --- train the probes on (a subsample of) the train sentences' tokens
-    fitted = None
+    fitted, n_train = _train_probes(hs, lengths, tr, layers, probes, distances, mlp_hidden=mlp_hidden, epochs=epochs,
+                                    batch_size=batch_size, lr=lr, seed=seed, max_train_tokens=max_train_tokens,
+                                    progress=progress)
+    te = te[np.argsort(lengths[te], kind="stable")]  # in chunks of similar length
+    counts = _count_matches(hs, lengths, te, layers, probes, distances, fitted, mlp_hidden=mlp_hidden)
+    n_test = int(lengths[te].sum())
+    rows = []
+    for i, layer in enumerate(layers):
+        for p in probes:
+            for d in distances:
+                share = uncertainty.proportion(int(counts[p, d][i]), n_test)
+                rows.append({"layer": layer, "probe": p, "distance": d, "accuracy": share.estimate,
+                             "low": share.low, "high": share.high, "n_tokens": n_test})
+    return TokenIdentity(
+        frame=pd.DataFrame(rows, columns=["layer", "probe", "distance", "accuracy", "low", "high", "n_tokens"]),
+        n_train_tokens=int(n_train) if fitted is not None else 0,
+        n_test_tokens=n_test,
+        chance=float(len(te) / n_test),
+    )
+
+
+def _train_probes(hs, lengths, tr, layers, probes, distances, *, mlp_hidden, epochs, batch_size, lr, seed,
+                  max_train_tokens, progress):
+    """The probes fitted on (a seeded subsample of ``max_train_tokens`` of) the train sentences' tokens,
+    and how many tokens they saw; (None, tokens) when only the naive probe is asked for."""
     sent, pos = _token_index(tr, lengths)
     n_train = len(sent)
-    if any(p != "naive" for p in probes):
-        if n_train > max_train_tokens:
-            keep = np.sort(np.random.default_rng(seed).choice(n_train, max_train_tokens, replace=False))
-            sent, pos = sent[keep], pos[keep]
-            n_train = max_train_tokens
-        with training_threads(torch.device("cpu")):
-            X, Y = _gather(hs, sent, pos, layers)
-            fitted = _fit(X, Y, probes, distances, mlp_hidden=mlp_hidden, epochs=epochs, batch_size=batch_size,
-                          lr=lr, seed=seed, progress=progress)
-            del X, Y
+    if all(p == "naive" for p in probes):
+        return None, n_train
+    if n_train > max_train_tokens:
+        keep = np.sort(np.random.default_rng(seed).choice(n_train, max_train_tokens, replace=False))
+        sent, pos = sent[keep], pos[keep]
+        n_train = max_train_tokens
+    with training_threads(torch.device("cpu")):
+        X, Y = _gather(hs, sent, pos, layers)
+        fitted = _fit(X, Y, probes, distances, mlp_hidden=mlp_hidden, epochs=epochs, batch_size=batch_size,
+                      lr=lr, seed=seed, progress=progress)
+        del X, Y
+    return fitted, n_train
 
-    # --- score on the test sentences, in chunks of similar length
-    te = te[np.argsort(lengths[te], kind="stable")]
-    Lp = len(layers)
-    K = len(distances)
+
+def _count_matches(hs, lengths, te, layers, probes, distances, fitted, *, mlp_hidden) -> dict:
+    """{(probe, distance): (layers,) tokens of the test sentences ``te`` whose input embedding is the
+    nearest to the probe's prediction from their hidden state}, in chunks under :data:`MATCH_BYTES`."""
+    B, n_layers, S, D = hs.shape
+    Lp, K = len(layers), len(distances)
     per_sentence = 4 * Lp * S * (2 * D + K * (3 * D + mlp_hidden * ("mlp" in probes) + 2 * S))
     step = max(1, MATCH_BYTES // per_sentence)
     counts = {(p, d): torch.zeros(Lp, dtype=torch.int64, device="cpu") for p in probes for d in distances}
@@ -537,21 +564,7 @@ def token_identifiability(
                 for k, distance in enumerate(distances):
                     best = _match(P[:, 0 if probe == "naive" else k], E0, ln, distance)  # (c, L', n)
                     counts[probe, distance] += (best == truth).sum((0, 2))
-
-    n_test = int(lengths[te].sum())
-    rows = []
-    for i, layer in enumerate(layers):
-        for p in probes:
-            for d in distances:
-                share = uncertainty.proportion(int(counts[p, d][i]), n_test)
-                rows.append({"layer": layer, "probe": p, "distance": d, "accuracy": share.estimate,
-                             "low": share.low, "high": share.high, "n_tokens": n_test})
-    return TokenIdentity(
-        frame=pd.DataFrame(rows, columns=["layer", "probe", "distance", "accuracy", "low", "high", "n_tokens"]),
-        n_train_tokens=int(n_train) if fitted is not None else 0,
-        n_test_tokens=n_test,
-        chance=float(len(te) / n_test),
-    )
+    return counts
 
 
 # ----------------------------------------------------------------------------- gathering states

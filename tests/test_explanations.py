@@ -260,7 +260,7 @@ def test_a_registered_method_runs_through_explain_and_counts_only_words(split, l
         assert np.isnan(result.ig_delta).all()  # only integrated gradients records a delta
     finally:
         REGISTRY.pop("test: position", None)
-    assert tuple(REGISTRY) == METHODS
+    assert tuple(n for n, m in REGISTRY.items() if m.by_default) == METHODS
 
 
 def test_the_registry_rejects_malformed_methods():
@@ -323,3 +323,20 @@ def test_rank_over_seeds_beats_only_what_the_seeds_bear_out():
     assert table.means.loc["a", "x"] == pytest.approx((base + 0.3).mean())
     with pytest.raises(ValueError, match="direction"):
         rank_columns_over_seeds({"x": scores}, {})
+
+
+def test_part_v_methods_are_registered_asked_for_by_name_and_transformer_only(split, lstm, transformer):
+    from attnlib.explanations import PART_V_METHODS
+
+    assert PART_V_METHODS == ("norm-based", "value zeroing", "attention relevance")
+    assert not set(PART_V_METHODS) & set(methods_for(transformer))  # not in the default battery
+    assert methods_for(transformer, every=True)[-3:] == PART_V_METHODS
+    assert not set(PART_V_METHODS) & set(methods_for(lstm, every=True))  # no layers to zero, sum or roll out
+    result = explain(transformer, split, methods="all", max_instances=6)
+    assert result.methods == methods_for(transformer, every=True)
+    for m in PART_V_METHODS:
+        for scores, n in zip(result.scores[m], result.lengths):
+            assert len(scores) == n and np.isfinite(scores).all() and (scores >= 0).all()
+            assert scores.sum() == pytest.approx(1.0)  # shares of the words
+    with pytest.raises(ValueError, match="every must be True or False"):
+        methods_for(transformer, every="yes")

@@ -62,6 +62,7 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -74,7 +75,7 @@ from ..data import Batch, Dataset, Split, read_texts, stratified_positions
 from ..models.protocol import check_token_model, eval_mode, has_capability, model_name
 from ..uncertainty import bootstrap, proportion, rank_columns
 from .counterfactual import permute_attention
-from .explanations import IG_STEPS, explain, plausibility_by_instance
+from .explanations import IG_STEPS, REGISTRY, explain, plausibility_by_instance
 from .faithfulness import faithfulness
 from .identifiability import trace_statistics
 
@@ -421,6 +422,7 @@ def audit(
     seed: int = 0,
     ig_steps: int | None = None,
     methods=None,
+    explanations=None,
     fit_head: bool | None = None,
     progress: bool = True,
 ) -> AuditReport:
@@ -451,7 +453,15 @@ def audit(
             :data:`~attnlib.experiments.explanations.IG_STEPS`, doubled while more than
             :data:`IG_UNCONVERGED_SHARE` of the texts have a gap above :data:`IG_TOLERANCE`, up
             to :data:`IG_MAX_STEPS`); the notes give the gap's distribution either way.
-        methods: the explanations (None: all that apply).
+        methods: the built-in explanations (None: Chapter 15's battery, those that apply;
+            ``"all"``: Part V's too; or a list of names).
+        explanations: explanations computed elsewhere (captum, SHAP, ferret, inseq, by hand), scored
+            on the same yardsticks and shown in the same tables: ``{name: one array per text}``, in
+            the order the audit reads the texts (a table's rows that have a text; a Split's or
+            Batch's instances). Each array scores one text's tokens as the model reads them: one
+            value per word piece between [CLS] and [SEP] (or per position, [CLS] and [SEP]
+            included: those two are dropped); higher means more important, and only the order
+            counts (pass absolute values for signed attributions if that is what you mean).
         fit_head: fit a PretrainedClassifier's head first (None: when it has no head of its
             own and none was fitted; True with a checkpoint's own head is an error).
         progress: progress bars for the long steps.
@@ -465,6 +475,64 @@ def audit(
         max_instances = check_positive_int(max_instances, "max_instances")
     if fit_head not in (None, True, False):
         raise ValueError(f"fit_head must be None, True or False, got {fit_head!r}")
+    model, source, rationales, audited_texts = _prepare(
+        model, data, text=text, label=label, tokenizer=tokenizer, fit_head=fit_head, max_tokens=max_tokens,
+        max_instances=max_instances, seed=seed, progress=progress, notes=notes)
+
+    if ig_steps is not None:
+        ig_steps = check_positive_int(ig_steps, "ig_steps")
+    from tqdm.auto import tqdm
+
+    steps = tqdm(total=3, desc="audit: explanations", unit="step", disable=not progress)
+    result = explain(model, source, methods=methods, max_instances=max_instances, seed=seed,
+                     ig_steps=ig_steps or IG_STEPS)
+    ig_steps = _converge_ig(model, source, result, ig_steps, max_instances, seed, notes)
+    _add_explanations(result, explanations, source, model)
+    positions = result.indices
+    batch = source.batch(positions) if isinstance(source, Split) else _rows_of(source, positions)
+    correct = (result.predicted == result.labels).astype(np.float64)
+    steps.update()
+    steps.set_description("audit: faithfulness")
+    faith = faithfulness(model, source, result.by_position(), max_instances=max_instances, seed=seed)
+    steps.update()
+    steps.set_description("audit: identifiability")
+    tables = {}
+    summary = [{"check": "accuracy", **_accuracy_columns(correct), "n": len(result)}]
+
+    with eval_mode(model):
+        ident = _identifiability(model, batch, notes)
+    steps.update()
+    steps.close()
+    if ident is not None:
+        ident, by_sentence = ident
+        tables["identifiability"] = ident
+        summary.append({"check": "sentences whose head has a null space (share; mean over heads)",
+                        **_interval_columns(by_sentence, seed), "n": len(by_sentence)})
+    perm, per_site = _permutation(model, batch, n_permutations, seed, permutation_instances, progress)
+    tables["permutation"] = perm
+    tvd = _per_instance(per_site, "median_tvd")  # (heads, instances): each instance's mean over the heads
+    summary.append({"check": "output change when a head is permuted (median TVD; mean over heads)",
+                    **_interval_columns(tvd.mean(0), seed), "n": tvd.shape[1]})
+    tables.update(_explanation_tables(faith, result, rationales, seed, notes))
+    tables = {"summary": pd.DataFrame(summary).set_index("check"), **tables}
+    if len(result) < 10:
+        warnings.warn(f"audit: only {len(result)} instances: the intervals are wide", stacklevel=2)
+    config = getattr(model, "config", None)
+    described = config.to_dict() if callable(getattr(config, "to_dict", None)) else {}
+    return AuditReport(
+        model=model_name(model), n_instances=len(result), tables=tables, notes=notes,
+        settings={"max_instances": max_instances, "n_permutations": n_permutations,
+                  "permutation_instances": permutation_instances, "seed": seed,
+                  "ig_steps": ig_steps, "methods": result.methods, "max_tokens": max_tokens,
+                  "model": described},
+        explanations=result, faithfulness_result=faith, permutation=per_site, texts=audited_texts,
+        tokenizer=getattr(model, "tokenizer", None) if audited_texts is not None else None)
+
+
+def _prepare(model, data, *, text, label, tokenizer, fit_head, max_tokens, max_instances, seed, progress, notes):
+    """The model and the instances the audit reads (its head fitted first where it has to be), the data's
+    rationales (or None) and the texts as given (or None, for a model of the book); ``notes`` gets what a
+    reader should know about each choice."""
     rationales, audited_texts = None, None
     if _is_table(data):
         if not (_is_pretrained(model) or isinstance(model, (str, os.PathLike))
@@ -502,40 +570,13 @@ def audit(
         notes.append(f"audited: a seeded stratified subset of {max_instances} of the {n} texts; max_instances=None "
                      f"audits all {n}, with intervals about {np.sqrt(n / max_instances):.1f} times narrower at "
                      f"about {n / max_instances:.1f} times the cost")
+    return model, source, rationales, audited_texts
 
-    if ig_steps is not None:
-        ig_steps = check_positive_int(ig_steps, "ig_steps")
-    from tqdm.auto import tqdm
 
-    steps = tqdm(total=3, desc="audit: explanations", unit="step", disable=not progress)
-    result = explain(model, source, methods=methods, max_instances=max_instances, seed=seed,
-                     ig_steps=ig_steps or IG_STEPS)
-    ig_steps = _converge_ig(model, source, result, ig_steps, max_instances, seed, notes)
-    positions = result.indices
-    batch = source.batch(positions) if isinstance(source, Split) else _rows_of(source, positions)
-    correct = (result.predicted == result.labels).astype(np.float64)
-    steps.update()
-    steps.set_description("audit: faithfulness")
-    faith = faithfulness(model, source, result.by_position(), max_instances=max_instances, seed=seed)
-    steps.update()
-    steps.set_description("audit: identifiability")
+def _explanation_tables(faith, result, rationales, seed: int, notes: list) -> dict:
+    """The faithfulness table (ERASER's AOPC comprehensiveness and sufficiency, ranked with intervals) and,
+    where the data carry rationales, the plausibility table."""
     tables = {}
-    summary = [{"check": "accuracy", **_accuracy_columns(correct), "n": len(result)}]
-
-    with eval_mode(model):
-        ident = _identifiability(model, batch, notes)
-    steps.update()
-    steps.close()
-    if ident is not None:
-        ident, by_sentence = ident
-        tables["identifiability"] = ident
-        summary.append({"check": "sentences whose head has a null space (share; mean over heads)",
-                        **_interval_columns(by_sentence, seed), "n": len(by_sentence)})
-    perm, per_site = _permutation(model, batch, n_permutations, seed, permutation_instances, progress)
-    tables["permutation"] = perm
-    tvd = _per_instance(per_site, "median_tvd")  # (heads, instances): each instance's mean over the heads
-    summary.append({"check": "output change when a head is permuted (median TVD; mean over heads)",
-                    **_interval_columns(tvd.mean(0), seed), "n": tvd.shape[1]})
     aopc = {m: {"comprehensiveness": faith.aopc("comprehensiveness")[:, j],
                 "sufficiency": faith.aopc("sufficiency")[:, j]} for j, m in enumerate(faith.measures)}
     tables["faithfulness"] = _ranked(
@@ -551,19 +592,57 @@ def audit(
             {"average precision": True, "AUC": True}, seed)
     elif not any(n.startswith("plausibility") for n in notes):
         notes.append("plausibility: the data carry no rationales")
-    tables = {"summary": pd.DataFrame(summary).set_index("check"), **tables}
-    if len(result) < 10:
-        warnings.warn(f"audit: only {len(result)} instances: the intervals are wide", stacklevel=2)
-    config = getattr(model, "config", None)
-    described = config.to_dict() if callable(getattr(config, "to_dict", None)) else {}
-    return AuditReport(
-        model=model_name(model), n_instances=len(result), tables=tables, notes=notes,
-        settings={"max_instances": max_instances, "n_permutations": n_permutations,
-                  "permutation_instances": permutation_instances, "seed": seed,
-                  "ig_steps": ig_steps, "methods": result.methods, "max_tokens": max_tokens,
-                  "model": described},
-        explanations=result, faithfulness_result=faith, permutation=per_site, texts=audited_texts,
-        tokenizer=getattr(model, "tokenizer", None) if audited_texts is not None else None)
+    return tables
+
+
+def _word_counts(source, pad_id: int) -> np.ndarray:
+    """How many words (word pieces between the start and end tokens) each instance of ``source`` has."""
+    if isinstance(source, Split):
+        return np.asarray([len(ids) - 2 for ids in source.ids], dtype=np.int64)
+    return ((source.tokens != pad_id).sum(-1) - 2).cpu().numpy().astype(np.int64)
+
+
+def _add_explanations(result, explanations, source, model) -> None:
+    """``explanations`` (see :func:`audit`) checked and put beside the built-in methods in ``result``, for
+    the audited instances; a ValueError says what does not fit."""
+    if explanations is None:
+        return
+    if not isinstance(explanations, Mapping) or not explanations:
+        raise ValueError("explanations must be a dict {name: one array of scores per text}, got "
+                         f"{type(explanations).__name__}")
+    words = _word_counts(source, model.pad_id)
+    for name, arrays in explanations.items():
+        if not isinstance(name, str) or not name.strip():
+            raise ValueError(f"explanations: each name must be a non-empty str, got {name!r}")
+        if name in result.methods or name in REGISTRY:
+            raise ValueError(f"explanations: {name!r} is the name of a built-in method; call yours something else")
+        if isinstance(arrays, (str, bytes)) or not hasattr(arrays, "__len__"):
+            raise ValueError(f"explanations[{name!r}] must hold one array per text, got {type(arrays).__name__}")
+        if len(arrays) != len(words):
+            raise ValueError(f"explanations[{name!r}] has {len(arrays)} arrays, but the audit reads {len(words)} texts "
+                             "(a table's rows without a text are left out: give no array for them)")
+        result.scores[name] = [_words_of(arrays[int(p)], int(words[int(p)]), name, int(p))
+                               for p in np.asarray(result.indices).tolist()]
+        result.methods = (*result.methods, name)
+
+
+def _words_of(scores, n_words: int, name: str, text: int) -> np.ndarray:
+    """One text's external scores over its words: checked, [CLS] and [SEP] dropped when given."""
+    try:
+        values = np.asarray(scores.detach().cpu() if hasattr(scores, "detach") else scores, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"explanations[{name!r}][{text}] must be numbers, got {type(scores).__name__}") from None
+    if values.ndim != 1:
+        raise ValueError(f"explanations[{name!r}][{text}] must be one score per token (1-D), got shape {values.shape}")
+    if not np.isfinite(values).all():
+        raise ValueError(f"explanations[{name!r}][{text}] holds NaN or infinite scores")
+    if len(values) == n_words + 2:
+        values = values[1:-1]
+    elif len(values) != n_words:
+        raise ValueError(f"explanations[{name!r}][{text}] has {len(values)} scores, but the model reads text {text} as "
+                         f"{n_words} word pieces ({n_words + 2} with the start and end tokens): score the tokens the "
+                         "model's own tokenizer makes")
+    return values
 
 
 def _unconverged(delta: np.ndarray) -> float:

@@ -27,7 +27,17 @@ integrated gradients      |sum over the embedding of captum's integrated gradien
                           the predicted class, normalised (:func:`integrated_gradients`)
 leave-one-out             J&W's TVD of the output when the word is deleted
 random                    a seeded uniform score per token (the floor)
+norm-based                Kobayashi et al.'s ``||sum_h alpha^h f_h(x_j)||``, the last layer's
+                          [CLS] row (:mod:`~attnlib.experiments.norm_attention`); Part V
+value zeroing             Mohebbi et al.'s value zeroing, rolled out, [CLS] row after the last
+                          layer (:mod:`~attnlib.experiments.value_zeroing`); Part V
+attention relevance       Chefer et al.'s gradient-weighted attention, accumulated over the
+                          layers, [CLS] row (:mod:`~attnlib.experiments.attention_relevance`);
+                          Part V
 ========================  =================================================================
+
+The last three (Chapter 17) apply to the transformers only and are not in :func:`explain`'s default
+battery (:data:`METHODS`, Chapter 15's): ask for them by name, or with ``methods="all"``.
 
 Where a method does not apply to a model (:func:`applies`) its scores are absent and the
 book's tables say "n/a". For J&W's one-layer classifiers there is no stack of layers to roll
@@ -58,11 +68,15 @@ from ..data import Split
 from ..models.protocol import check_token_model, device_of, has_capability, model_name, word_mask
 from .faithfulness import rationale_ranking
 from .flow import flow_cls, rollout_cls
+from .attention_relevance import relevance_cls
 from .identifiability import effective_attention
 from .importance import importance
+from .norm_attention import norm_attention
+from .value_zeroing import value_zeroing_cls
 
 __all__ = [
     "METHODS",
+    "PART_V_METHODS",
     "REGISTRY",
     "ExplanationMethod",
     "ChunkInputs",
@@ -156,6 +170,12 @@ class ExplanationMethod:
                      change; the values become shares).
     needs_layers:    it needs a stack of attention layers the model can ``trace`` (the
                      transformers); otherwise the token-level protocol is enough.
+    needs:           a further capability the model must declare (a key of
+                     :data:`attnlib.models.protocol.CAPABILITIES`, e.g. ``"value_zeroing"``), or None.
+    by_default:      whether :func:`explain` and :func:`methods_for` include it when no methods are
+                     named (Chapter 15's battery, :data:`METHODS`, and any method a reader
+                     registers); Part V's methods are asked for by name or with ``methods="all"``.
+    chapter:         the chapter that introduces it.
     """
 
     name: str
@@ -163,6 +183,9 @@ class ExplanationMethod:
     from_importance: str | None = None
     normalise: bool = True
     needs_layers: bool = False
+    needs: str | None = None
+    by_default: bool = True
+    chapter: int = 15
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
@@ -175,7 +198,8 @@ class ExplanationMethod:
 
     def applies(self, model) -> bool:
         """Whether this method applies to ``model``."""
-        return _has_layers(model) or not self.needs_layers
+        return (_has_layers(model) or not self.needs_layers) and \
+            (self.needs is None or has_capability(model, self.needs))
 
 
 REGISTRY: dict[str, ExplanationMethod] = {}
@@ -225,8 +249,28 @@ for _method in (
     register(_method)
 del _method
 
-#: Every explanation of Chapter 15, in the order of its tables (the built-in entries of REGISTRY).
+#: Every explanation of Chapter 15, in the order of its tables: :func:`explain`'s default battery.
 METHODS = tuple(REGISTRY)
+
+
+def _norm_based(inputs: ChunkInputs) -> torch.Tensor:
+    """Kobayashi et al.'s norm of what the last layer's heads send to [CLS], summed over heads."""
+    return norm_attention(inputs.trace, heads="sum")[:, -1, 0, :]
+
+
+# Part V (Chapter 17): explanations that count more of the layer than its weights; asked for by name
+for _method in (
+    ExplanationMethod("norm-based", score=_norm_based, needs_layers=True, by_default=False, chapter=17),
+    ExplanationMethod("value zeroing", score=lambda inputs: value_zeroing_cls(inputs.model, inputs.batch),
+                      needs_layers=True, needs="value_zeroing", by_default=False, chapter=17),
+    ExplanationMethod("attention relevance", score=lambda inputs: relevance_cls(inputs.model, inputs.batch),
+                      needs_layers=True, by_default=False, chapter=17),
+):
+    register(_method)
+del _method
+
+#: Part V's explanations (Chapter 17), in the order of its tables.
+PART_V_METHODS = tuple(name for name, m in REGISTRY.items() if m.chapter == 17)
 
 
 def applies(model, method: str) -> bool:
@@ -241,10 +285,13 @@ def applies(model, method: str) -> bool:
     return REGISTRY[method].applies(model)
 
 
-def methods_for(model) -> tuple:
-    """The methods of :data:`REGISTRY` that apply to ``model``, in order."""
+def methods_for(model, *, every: bool = False) -> tuple:
+    """The methods of :data:`REGISTRY` that apply to ``model``, in order: those of the default battery
+    (``by_default``), or with ``every`` all of them, Part V's included."""
     _check_model(model)
-    return tuple(name for name, m in REGISTRY.items() if m.applies(model))
+    if not isinstance(every, bool):
+        raise ValueError(f"every must be True or False, got {every!r}")
+    return tuple(name for name, m in REGISTRY.items() if m.applies(model) and (every or m.by_default))
 
 
 @dataclass(kw_only=True)
@@ -356,8 +403,9 @@ def explain(
             :class:`~attnlib.models.PretrainedClassifier`.
         split: an :class:`attnlib.data.Split` (e.g. ``dataset.test``) or a Batch (for a
             PretrainedClassifier: its ``encode_texts`` Batch).
-        methods: names from :data:`REGISTRY` (None: every one that applies to the model,
-            :func:`methods_for`). Asking for one that does not apply is a ValueError.
+        methods: names from :data:`REGISTRY` (None: the default battery that applies to the model,
+            :func:`methods_for`; ``"all"``: every registered method that applies, Part V's
+            included). Asking for one that does not apply is a ValueError.
         max_instances, seed: the seeded stratified subset of every experiment (the same
             instances as :func:`~attnlib.experiments.importance.importance` and
             :func:`~attnlib.experiments.faithfulness.faithfulness` with the same values);
@@ -368,8 +416,8 @@ def explain(
     Instances with fewer than 2 real tokens are left out, as by ``importance``.
     """
     model = _check_model(model)
-    if methods is None:
-        methods = methods_for(model)
+    if methods is None or methods == "all":
+        methods = methods_for(model, every=methods == "all")
     if isinstance(methods, str):
         methods = (methods,)
     methods = tuple(methods)

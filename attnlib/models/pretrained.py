@@ -101,11 +101,13 @@ def minilm_path() -> str:
 class _Context:
     """What the registered attention function does during one call of the wrapper."""
 
-    def __init__(self, layer_of: dict, key_mask: torch.Tensor, edits: dict, record: dict | None):
+    def __init__(self, layer_of: dict, key_mask: torch.Tensor, edits: dict, record: dict | None,
+                 value_keep: torch.Tensor | None = None):
         self.layer_of = layer_of  # id(attention module) -> layer index
         self.key_mask = key_mask  # (N, T) bool, the keys of each row (positions < length)
         self.edits = edits  # {layer: {head: edit}}
         self.record = record  # None, or a dict filled with {layer: (probs, values)}
+        self.value_keep = value_keep  # None, or (N, T): each value vector's factor (0 zeroes it)
 
 
 _local = threading.local()
@@ -126,6 +128,8 @@ def _attention(module, query, key, value, attention_mask, scaling=None, dropout=
             probs = apply_edits(probs, context.edits.get(layer), context.key_mask)
             if context.record is not None:
                 context.record[layer] = (probs, value)
+        if context.value_keep is not None:
+            value = value * context.value_keep[:, None, :, None].to(value.dtype)
     used = nn.functional.dropout(probs, p=dropout, training=module.training)
     output = torch.matmul(used, value).transpose(1, 2).contiguous()
     return output, probs
@@ -499,14 +503,15 @@ class PretrainedClassifier(nn.Module):
         return tokens, key_mask
 
     @contextmanager
-    def _active(self, key_mask: torch.Tensor, edits: dict | None = None, record: dict | None = None):
+    def _active(self, key_mask: torch.Tensor, edits: dict | None = None, record: dict | None = None,
+                value_keep: torch.Tensor | None = None):
         """The model on the registered attention function, with these edits (and recording), and
         its products (linear layers, attention) as :mod:`attnlib.portable`'s fma chains, inside
         the block only."""
         if getattr(_local, "context", None) is not None:
             raise RuntimeError("a PretrainedClassifier call is already running in this thread (nested calls are not supported)")
         previous = self.model.config._attn_implementation
-        _local.context = _Context(self._layer_of, key_mask, edits or {}, record)
+        _local.context = _Context(self._layer_of, key_mask, edits or {}, record, value_keep)
         try:
             self.model.set_attn_implementation(ATTENTION_IMPLEMENTATION)
             with portable.chain_products():  # its products as fma chains (attnlib.portable), this thread only
@@ -573,6 +578,16 @@ class PretrainedClassifier(nn.Module):
         """Output for a Batch (or (B, T) ids), with ``edits`` {Site: edit} applied (see attnlib.models.heads)."""
         logits = self.logits(*self._states(batch, edits))
         return TransformerOutput(probs=self.probabilities(logits), logits=logits)
+
+    @torch.no_grad()
+    def layer_output(self, layer: int, states: torch.Tensor, tokens: torch.Tensor, key_mask: torch.Tensor,
+                     value_keep: torch.Tensor | None = None) -> torch.Tensor:
+        """Layer ``layer``'s output (B, T, d_model) from given input states, with each value vector (every
+        head's, bias included) multiplied by ``value_keep`` (B, T; 0 zeroes it) and the attention weights as
+        they are (protocol capability ``value_zeroing``); eval mode. ``tokens`` are not read (the states
+        are the layer's input)."""
+        with eval_mode(self), self._active(key_mask, value_keep=value_keep):
+            return self._run(self.layers[layer], states, self._mask(states, key_mask))
 
     @torch.no_grad()
     def trace(self, batch) -> Trace:

@@ -289,6 +289,10 @@ CAPABILITIES = {
         and callable(getattr(m, "embed", None)) and callable(getattr(m, "visibility", None)),
         "attention keys that can be edited per layer (KeyEditModel: ``edits_keys = True``, "
         "``forward(batch, key_edits=...)``, ``embed``, ``visibility``)"),
+    "value_zeroing": (
+        lambda m: CAPABILITIES["layered"][0](m) and callable(getattr(m, "layer_output", None)),
+        "a layer that can run again on given input states with some value vectors zeroed "
+        "(``layer_output(layer, states, tokens, key_mask, value_keep)``: the transformers)"),
 }
 
 

@@ -439,6 +439,23 @@ class TransformerClassifier(BookTokens, nn.Module):
         return key_edits
 
     @torch.no_grad()
+    def layer_output(self, layer: int, states: torch.Tensor, tokens: torch.Tensor, key_mask: torch.Tensor,
+                     value_keep: torch.Tensor | None = None) -> torch.Tensor:
+        """Layer ``layer``'s output (B, T, d_model) from given input states (B, T, d_model), with each
+        value vector (every head's, bias included) multiplied by ``value_keep`` (B, T; 0 zeroes it) and
+        the attention weights as they are (protocol capability ``value_zeroing``); eval mode."""
+        was_training = self.training
+        self.eval()
+        try:
+            visible = self.visibility(tokens, key_mask)
+            probs, v = self.layers[layer].attend(states, visible)
+            if value_keep is not None:
+                v = v * value_keep[:, None, :, None].to(v.dtype)
+            return self.layers[layer].finish(states, probs, v)
+        finally:
+            self.train(was_training)
+
+    @torch.no_grad()
     def trace(self, x) -> Trace:
         """Per layer and head: attention, values, output projection; and the hidden states (eval mode, no grad)."""
         was_training = self.training

@@ -76,3 +76,13 @@ def test_bad_input_is_refused_clearly(traced):
     with pytest.raises(ValueError, match="model.trace"):
         N.norm_attention(trace.attentions)
     assert isinstance(trace, Trace)
+
+
+def test_one_layer_alone_is_that_layers_slice_of_all(traced):
+    trace = traced[2]
+    for heads in ("each", "sum"):
+        every = N.norm_attention(trace, heads=heads)
+        for layer in (0, -1):
+            torch.testing.assert_close(N.norm_attention(trace, heads=heads, layer=layer), every[:, layer], rtol=0, atol=0)
+    with pytest.raises(ValueError, match="layer must be an int"):
+        N.norm_attention(trace, layer=trace.attentions.shape[1])

@@ -185,3 +185,10 @@ def test_relevance_on_a_checkpoint_matches_one_head_at_a_time(tiny_bert_checkpoi
     batch = clf.encode_texts(["a good film", "a very long and boring plot , sadly"])
     np.testing.assert_allclose(ar.attention_relevance(clf, batch).numpy(), _loop_relevance(clf, batch.tokens),
                                atol=1e-5, rtol=1e-4)
+
+
+def test_relevance_in_passes_of_a_few_tokens_changes_nothing(tiny, monkeypatch):
+    model, tokens, _ = tiny
+    whole = ar.relevance_cls(model, tokens)
+    monkeypatch.setattr(ar, "PASS_TOKENS", 10)  # one sentence of 9 positions per pass
+    np.testing.assert_allclose(ar.relevance_cls(model, tokens).numpy(), whole.numpy(), atol=1e-6)

@@ -47,6 +47,9 @@ TERMS = {
     "Sufficiency": r"\bsufficiency\b",
     "AOPC": r"\bAOPC\b",
     "Within noise": r"\bwithin noise\b",
+    "Norm-based attention": r"\bnorm-based attention\b",
+    "Value zeroing": r"\b[Vv]alue zeroing\b",
+    "Attention relevance": r"\battention relevance\b",
 }
 
 #: what a link must not go into: fenced code, code spans, display and inline math, links, HTML, headings, URLs

@@ -28,7 +28,8 @@ import torch
 
 from ..models.protocol import Site, eval_mode, layer_shape, require_capability
 
-__all__ = ["head_gradients", "attention_relevance", "relevance_cls", "explained_logit"]
+__all__ = ["head_gradients", "accumulate_relevance", "attention_relevance", "relevance_cls", "explained_logit",
+           "PASS_TOKENS"]
 
 
 def explained_logit(logits: torch.Tensor, probs: torch.Tensor) -> torch.Tensor:
@@ -64,9 +65,12 @@ def head_gradients(model, batch) -> tuple[torch.Tensor, torch.Tensor]:
     return attention.view(B, L, H, T, T), gradient.view(B, L, H, T, T)
 
 
-def attention_relevance(model, batch) -> torch.Tensor:
-    """R after the last layer, (B, T, T) (see the module docstring); 0 on padding."""
-    attention, gradient = head_gradients(model, batch)
+def accumulate_relevance(attention: torch.Tensor, gradient: torch.Tensor) -> torch.Tensor:
+    """Chefer et al.'s rules on given maps: ``attention`` and ``gradient`` (B, L, h, T, T) -> R (B, T, T),
+    ``R = I``, then for each layer from the bottom ``R <- R + E_h[(gradient * attention)^+] R``."""
+    if attention.ndim != 5 or attention.shape != gradient.shape or attention.shape[-1] != attention.shape[-2]:
+        raise ValueError(f"attention and gradient must both be (B, L, h, T, T), got {tuple(attention.shape)} and "
+                         f"{tuple(gradient.shape)}")
     B, L, _, T, _ = attention.shape
     relevance = torch.eye(T, dtype=attention.dtype, device=attention.device).expand(B, T, T).clone()
     for layer in range(L):
@@ -75,8 +79,26 @@ def attention_relevance(model, batch) -> torch.Tensor:
     return relevance
 
 
+def attention_relevance(model, batch) -> torch.Tensor:
+    """R after the last layer, (B, T, T) (see the module docstring); 0 on padding."""
+    return accumulate_relevance(*head_gradients(model, batch))
+
+
+#: Tokens (rows x positions) of one forward and backward pass of :func:`relevance_cls` on token ids: the
+#: backward pass keeps every layer's activations, which a pretrained model's width makes large.
+PASS_TOKENS = 2**11
+
+
 def relevance_cls(model, batch) -> torch.Tensor:
-    """The explanation: R's [CLS] row with R[0, 0] = 0, (B, T) over every position."""
+    """The explanation: R's [CLS] row with R[0, 0] = 0, (B, T) over every position. ``batch``: what the
+    model reads; (B, T) token ids are run :data:`PASS_TOKENS` tokens at a time (the same numbers)."""
+    if isinstance(batch, torch.Tensor) and batch.ndim == 2:
+        step = max(1, PASS_TOKENS // max(1, batch.shape[1]))
+        return torch.cat([_cls_row(model, batch[start:start + step]) for start in range(0, len(batch), step)])
+    return _cls_row(model, batch)
+
+
+def _cls_row(model, batch) -> torch.Tensor:
     row = attention_relevance(model, batch)[:, 0, :].clone()
     row[:, 0] = 0
     return row

@@ -84,6 +84,7 @@ __all__ = [
     "IG_STEPS",
     "applies",
     "methods_for",
+    "erasure_columns",
     "ExplanationResult",
     "explain",
     "integrated_gradients",
@@ -255,7 +256,7 @@ METHODS = tuple(REGISTRY)
 
 def _norm_based(inputs: ChunkInputs) -> torch.Tensor:
     """Kobayashi et al.'s norm of what the last layer's heads send to [CLS], summed over heads."""
-    return norm_attention(inputs.trace, heads="sum")[:, -1, 0, :]
+    return norm_attention(inputs.trace, heads="sum", layer=-1)[:, 0, :]
 
 
 # Part V (Chapter 17): explanations that count more of the layer than its weights; asked for by name
@@ -263,7 +264,7 @@ for _method in (
     ExplanationMethod("norm-based", score=_norm_based, needs_layers=True, by_default=False, chapter=17),
     ExplanationMethod("value zeroing", score=lambda inputs: value_zeroing_cls(inputs.model, inputs.batch),
                       needs_layers=True, needs="value_zeroing", by_default=False, chapter=17),
-    ExplanationMethod("attention relevance", score=lambda inputs: relevance_cls(inputs.model, inputs.batch),
+    ExplanationMethod("attention relevance", score=lambda inputs: relevance_cls(inputs.model, inputs.tokens),
                       needs_layers=True, by_default=False, chapter=17),
 ):
     register(_method)
@@ -617,20 +618,28 @@ def yardstick_columns(explained: ExplanationResult, rationales, erased, flips=No
     ``flips`` (:func:`~attnlib.experiments.faithfulness.fraction_to_flip`; may be empty where
     it does not apply), ``"fraction removed to flip, <short>"``.
     """
+    ap = plausibility_by_instance(explained, rationales)
+    columns = {f"AP, {task}": dict(ap.items()), **erasure_columns(erased)}
+    for short, per_ranking in (flips or {}).items():
+        columns[f"fraction removed to flip, {short}"] = per_ranking
+    return columns
+
+
+def erasure_columns(erased: Mapping) -> dict:
+    """ERASER's two yardsticks per task: ``"comprehensiveness AOPC, <short>"`` and ``"sufficiency AOPC,
+    <short>"`` -> {method: per-sentence AOPC}, for each ``short: FaithfulnessResult`` of ``erased``
+    (the columns of :func:`yardstick_columns` a task without a rationale has)."""
     from .faithfulness import FaithfulnessResult
 
     if not isinstance(erased, Mapping):
         raise ValueError("erased must map a short task name to a FaithfulnessResult")
-    ap = plausibility_by_instance(explained, rationales)
-    columns = {f"AP, {task}": dict(ap.items())}
+    columns = {}
     for short, faith in erased.items():
         if not isinstance(faith, FaithfulnessResult):
             raise ValueError(f"erased[{short!r}] must be a FaithfulnessResult, got {type(faith).__name__}")
         for metric in ("comprehensiveness", "sufficiency"):
             per_sentence = faith.aopc(metric)  # (N, methods)
             columns[f"{metric} AOPC, {short}"] = dict(zip(faith.measures, per_sentence.T))
-    for short, per_ranking in (flips or {}).items():
-        columns[f"fraction removed to flip, {short}"] = per_ranking
     return columns
 
 

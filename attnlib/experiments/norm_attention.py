@@ -34,28 +34,42 @@ HEADS = ("each", "sum")
 _CHUNK_ELEMENTS = 8_000_000
 
 
-def norm_attention(trace: Trace, *, heads: str = "each") -> torch.Tensor:
+def norm_attention(trace: Trace, *, heads: str = "each", layer: int | None = None) -> torch.Tensor:
     """Kobayashi et al.'s norm-based attention of every layer (see the module docstring).
 
     ``heads="each"``: ``alpha^h_ij ||f_h(x_j)||``, (B, L, h, T, T). ``heads="sum"``: the norm
     of the vector all heads together send from token j to query i, ``||sum_h alpha^h_ij
-    f_h(x_j)||``, (B, L, T, T). Padding rows and columns are 0. The sum is computed a chunk
-    of sentences and a layer at a time (its vectors are B x T x T x d_model).
+    f_h(x_j)||``, (B, L, T, T). ``layer``: that layer only (its index, negative from the top),
+    without the layer axis, and without the other layers' vectors in memory. Padding rows and
+    columns are 0. The sum is computed a chunk of sentences and a layer at a time (its vectors are
+    B x T x T x d_model).
     """
     if not isinstance(trace, Trace):
         raise ValueError(f"trace must be an attnlib.models.Trace (model.trace(batch)), got {type(trace).__name__}")
     if heads not in HEADS:
         raise ValueError(f"heads must be one of {HEADS}, got {heads!r}")
-    sent = trace.value_output()  # (B, L, h, T, d): f_h(x_j), 0 on padding
+    L = trace.attentions.shape[1]
+    if layer is not None:
+        if isinstance(layer, bool) or not isinstance(layer, int) or not -L <= layer < L:
+            raise ValueError(f"layer must be an int in {-L} .. {L - 1} (the trace has {L} layers), got {layer!r}")
+        layers = [layer % L]
+    else:
+        layers = list(range(L))
+    out = [_one_layer(trace, index, heads) for index in layers]
+    return out[0] if layer is not None else torch.stack(out, 1)
+
+
+def _one_layer(trace: Trace, layer: int, heads: str) -> torch.Tensor:
+    sent = trace.value_output(layer)  # (B, h, T, d): f_h(x_j), 0 on padding
+    attention = trace.attentions[:, layer]  # (B, h, T, T)
     if heads == "each":
-        return trace.attentions * sent.norm(dim=-1)[:, :, :, None, :]
-    B, L, _, T, _ = trace.attentions.shape
+        return attention * sent.norm(dim=-1)[:, :, None, :]
+    B, _, T, _ = attention.shape
     d = sent.shape[-1]
-    out = trace.attentions.new_zeros((B, L, T, T))
+    out = attention.new_zeros((B, T, T))
     rows = max(1, _CHUNK_ELEMENTS // max(1, T * T * d))
     for start in range(0, B, rows):
         stop = min(B, start + rows)
-        for layer in range(L):
-            arrived = torch.einsum("bhqt,bhtd->bqtd", trace.attentions[start:stop, layer], sent[start:stop, layer])
-            out[start:stop, layer] = arrived.norm(dim=-1)
+        arrived = torch.einsum("bhqt,bhtd->bqtd", attention[start:stop], sent[start:stop])
+        out[start:stop] = arrived.norm(dim=-1)
     return out

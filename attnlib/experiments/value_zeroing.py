@@ -32,23 +32,28 @@ import torch
 from .._checks import check_positive_int
 from ..models.protocol import eval_mode, layer_shape, require_capability
 
-__all__ = ["value_zeroing", "value_zeroing_rollout", "value_zeroing_cls", "ROWS_PER_CALL"]
+__all__ = ["value_zeroing", "value_zeroing_rollout", "value_zeroing_cls", "STATE_ELEMENTS"]
 
-#: (sentence, zeroed token) rows in one layer call: a chunk of B x T rows of (T, d_model) states.
-ROWS_PER_CALL = 512
+#: Elements of the (rows, T, d_model) input states of one layer call: its feed-forward block holds four
+#: times as many, so about 25 MB at this size (a pretrained model's layers are wide).
+STATE_ELEMENTS = 2**20
 
 
-def value_zeroing(model, batch, *, rows_per_call: int = ROWS_PER_CALL) -> torch.Tensor:
+def value_zeroing(model, batch, *, rows_per_call: int | None = None) -> torch.Tensor:
     """Every layer's value-zeroing matrix, (B, L, T, T): ``[b, l, i, j]`` is the cosine distance between
     token i's output of layer l and that output with token j's value vector zeroed, each row divided by
-    its sum over the real tokens; 0 on padding. ``batch``: what ``model.trace`` reads."""
+    its sum over the real tokens; 0 on padding. ``batch``: what ``model.trace`` reads. ``rows_per_call``:
+    (sentence, zeroed token) rows per layer call (None: as many as :data:`STATE_ELEMENTS` allows); any
+    value gives the same numbers."""
     require_capability(model, "value_zeroing", "value zeroing")
-    rows_per_call = check_positive_int(rows_per_call, "rows_per_call")
+    if rows_per_call is not None:
+        rows_per_call = check_positive_int(rows_per_call, "rows_per_call")
     L, _ = layer_shape(model)
     with torch.no_grad(), eval_mode(model):
         trace = model.trace(batch)
         hidden, key_mask, tokens = trace.hidden_states, trace.key_mask, trace.tokens
-        B, _, T, _ = hidden.shape
+        B, _, T, d = hidden.shape
+        rows_per_call = rows_per_call or max(1, STATE_ELEMENTS // (T * d))
         real = key_mask.to(hidden.dtype)
         scores = torch.zeros(B, L, T, T, dtype=hidden.dtype, device=hidden.device)
         # every (sentence, real token j) pair: one row with j's value vector zeroed

@@ -605,3 +605,36 @@ def rollout_explorer(model, split, indices: Sequence[int], *, residual: float = 
         w.observe(redraw, names="value")
     redraw()
     return _panel([pick, weight, out])
+
+
+def explanation_figure(results: dict, tokens: dict, name: str, index: int = 0, *, methods: Sequence[str] | None = None,
+                       rationale: dict | None = None):
+    """One sentence shaded by every explanation of one model (Chapter 17): ``results`` maps a model's
+    name to its :class:`attnlib.explanations.ExplanationResult`, ``tokens`` the same name to the words
+    of every position of the split it explained; ``index`` is the result's row. ``rationale`` (same
+    names, per position a bool per word) marks the words that decide the label with a ``*``."""
+    from .viz import compare_heatmap
+
+    if name not in results:
+        raise ValueError(f"no results for {name!r}; there are {', '.join(results)}")
+    result = results[name]
+    if not 0 <= index < len(result):
+        raise ValueError(f"index must be a row of the result, 0..{len(result) - 1}, got {index}")
+    position = int(result.indices[index])
+    words = list(tokens[name][position])
+    if rationale is not None and name in rationale:
+        words = [f"{w}*" if marked else w for w, marked in zip(words, rationale[name][position])]
+    shown = [m for m in (methods or result.methods) if m in result.scores]
+    return compare_heatmap(words, {m: result.scores[m][index] for m in shown},
+                           header=f"{name}, p(class 1) = {result.probs[index, -1]:.2f}")
+
+
+def explanation_explorer(results: dict, tokens: dict, *, methods: Sequence[str] | None = None,
+                         rationale: dict | None = None, index: int = 0):
+    """Pick a model and a sentence: every explanation of it side by side (:func:`explanation_figure`)."""
+    return _model_instance_explorer(
+        results, "ExplanationResult",
+        lambda name, i: explanation_figure(results, tokens, name, i, methods=methods, rationale=rationale), index)
+
+
+__all__ += ["explanation_figure", "explanation_explorer"]

@@ -20,16 +20,16 @@ pickles, sizes checked before loading), for use outside the grader.
 :data:`SPECS` maps each checker's name to the function that builds its :class:`Spec`.
 
 The machinery is in :mod:`.core`; each part's checkers (their cases and references) are in
-:mod:`.part1` ... :mod:`.part4`, so a new chapter's exercise adds to its part's module.
+:mod:`.part1` ... :mod:`.part5`, so a new chapter's exercise adds to its part's module.
 """
 from __future__ import annotations
 
-from . import core, fixtures, part1, part2, part3, part4
+from . import core, fixtures, part1, part2, part3, part4, part5
 from .core import (ANSWER_KINDS, MAX_ANSWER_BYTES, SPECS, Answer, CheckResult, Recorded, Spec, answers_of,
                    as_answer, case_generator, case_rng, check_against, judge, judge_recorded, make_checker,
                    read_answers, record_answers, shorten)
 
-for _part in (part1, part2, part3, part4):
+for _part in (part1, part2, part3, part4, part5):
     SPECS.update(_part.SPECS)
 del _part
 
@@ -66,6 +66,8 @@ check_erasure_one_instance = make_checker('check_erasure_one_instance', SPECS['c
 check_aopc = make_checker('check_aopc', SPECS['check_aopc'])
 check_null_space_share = make_checker('check_null_space_share', SPECS['check_null_space_share'])
 check_ranks_with_ties = make_checker('check_ranks_with_ties', SPECS['check_ranks_with_ties'])
+check_norm_attention = make_checker('check_norm_attention', SPECS['check_norm_attention'])
+check_relevance = make_checker('check_relevance', SPECS['check_relevance'])
 
 __all__ = [
     "CheckResult",
@@ -114,4 +116,6 @@ __all__ = [
     "check_aopc",
     "check_null_space_share",
     "check_ranks_with_ties",
+    "check_norm_attention",
+    "check_relevance",
 ]

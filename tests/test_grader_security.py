@@ -654,6 +654,20 @@ def _binned(values, max_attention):
     return np.array([np.median(values[bins == b]) if np.any(bins == b) else np.nan for b in range(4)])
 
 
+def _norm_sum(attention, values, projection):
+    sent = np.einsum("htd,hde->hte", values, projection)
+    return np.linalg.norm(np.einsum("hqt,hte->qte", attention, sent), axis=-1)
+
+
+def _relevance(attention, gradient, reverse=False, clamp=True):
+    attention, gradient = np.asarray(attention), np.asarray(gradient)
+    R = np.eye(attention.shape[-1])
+    for a, g in zip(attention, gradient):
+        mixed = (np.maximum(a * g, 0) if clamp else a * g).mean(0)
+        R = R + (R @ mixed if reverse else mixed @ R)
+    return R
+
+
 def _first_flip(flips, lengths, shift=1.0):
     return np.where(flips.any(-1), (flips.argmax(-1) + shift) / lengths, np.nan)
 
@@ -675,6 +689,12 @@ RIGHT_AND_WRONG = {
                           {"TVD < eps (the boundary dropped)": lambda t, j, e: np.maximum(
                               np.where(t < e, j, 0.0).max(1), 0.0)}),
     "check_binned_medians": (_binned, {"0 for an empty bin": lambda v, m: np.nan_to_num(_binned(v, m))}),
+    "check_norm_attention": (_norm_sum, {"the heads' norms summed": lambda a, v, p: np.linalg.norm(
+        np.einsum("hqt,hte->hqte", a, np.einsum("htd,hde->hte", v, p)), axis=-1).sum(0),
+        "the weight alone": lambda a, v, p: np.asarray(a).sum(0)}),
+    "check_relevance": (_relevance, {"no identity to start from": lambda a, g: _relevance(a, g) - np.eye(a.shape[-1]),
+                                     "the product reversed": lambda a, g: _relevance(a, g, reverse=True),
+                                     "without the positive part": lambda a, g: _relevance(a, g, clamp=False)}),
 }
 
 

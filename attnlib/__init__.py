@@ -17,7 +17,8 @@ imports a private (underscored) name of another (``tests/test_layout.py`` checks
                      comprehensiveness and sufficiency, rationale recovery), explanations
                      (every explanation method of Chapter 15 on the same instances), audit (the
                      battery on your own model and texts in one call); Part V's norm_attention
-                     (Kobayashi et al.'s vector norms, from any transformer's trace)
+                     (Kobayashi et al.'s vector norms, from any transformer's trace) and
+                     disagreement (Krishna et al.'s agreement of explanations, Chapter 18)
     presentation/    viz, widgets, exercises: figures and checkers (not in the cache key)
 
 Why folders: a second model family (transformers) and four more experiment modules come
@@ -77,6 +78,8 @@ _SUBMODULES = {
     "explanations": "experiments.explanations",
     "audit": "experiments.audit",
     "norm_attention": "experiments.norm_attention",
+    "globenc": "experiments.globenc",
+    "disagreement": "experiments.disagreement",
     "viz": "presentation.viz",
     "widgets": "presentation.widgets",
     "exercises": "presentation.exercises",

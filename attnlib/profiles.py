@@ -16,8 +16,8 @@ import os
 from dataclasses import dataclass, field, replace
 
 __all__ = ["Profile", "SECTIONS", "JWSizes", "WPSizes", "TransformerSizes", "IdentifiabilitySizes", "HeadSizes",
-           "DeceptionSizes", "FlowSizes", "CapstoneSizes", "AuditSizes", "BeyondSizes", "PROFILES", "get_profile",
-           "ENV_VAR"]
+           "DeceptionSizes", "FlowSizes", "CapstoneSizes", "AuditSizes", "BeyondSizes", "SanitySizes", "PROFILES",
+           "get_profile", "ENV_VAR"]
 
 ENV_VAR = "ATTNLIB_PROFILE"
 
@@ -166,6 +166,19 @@ class BeyondSizes:
 
 
 @dataclass(frozen=True)
+class SanitySizes:
+    """Chapter 18: the randomisation cascade and the disagreement between methods, on Chapter 17's
+    transformers (its ``beyond`` section's seeds and training sentences)."""
+
+    #: test sentences every stage of the cascade explains (None = all)
+    instances: int | None = None
+    #: the words of the top-k measures (feature, rank and sign agreement; the cascade's top-k agreement)
+    k: int = 5
+    #: integrated gradients' steps at every stage of the cascade (None: Chapter 15's, explain's default)
+    ig_steps: int | None = None
+
+
+@dataclass(frozen=True)
 class AuditSizes:
     """Chapter 16's sizes: a fine-tuned MiniLM classifier audited on a reader's texts."""
 
@@ -211,6 +224,7 @@ class Profile:
     capstone: CapstoneSizes = field(default_factory=CapstoneSizes)
     audit: AuditSizes = field(default_factory=AuditSizes)
     beyond: BeyondSizes = field(default_factory=BeyondSizes)
+    sanity: SanitySizes = field(default_factory=SanitySizes)
     description: str = ""
 
     def __post_init__(self):
@@ -239,7 +253,8 @@ class Profile:
 #: The sections of a Profile, by field name.
 SECTIONS = {"jw": JWSizes, "wp": WPSizes, "transformer": TransformerSizes, "identifiability": IdentifiabilitySizes,
             "heads": HeadSizes, "deception": DeceptionSizes, "flow": FlowSizes, "capstone": CapstoneSizes,
-            "audit": AuditSizes, "beyond": BeyondSizes}
+            "audit": AuditSizes, "beyond": BeyondSizes,
+            "sanity": SanitySizes}
 
 
 PROFILES: dict[str, Profile] = {
@@ -313,6 +328,10 @@ PROFILES: dict[str, Profile] = {
         # Chapter 17: three seeds of the synthetic transformer (the capstone's, seeds 2 and 3 added)
         # and a MiniLM head on 1,000 reviews keep it within 3 minutes opened first, on two cores
         beyond=BeyondSizes(instances=50, seeds=3, synthetic_train=2000, minilm_train=1000),
+        # Chapter 18: every method on the trained model and after each of the cascade's 6 stages,
+        # 3 seeds (21 explanations of every sentence per method, ~7 core-s each at 20 sentences and 8
+        # integrated-gradients steps): these sizes keep it within 3 minutes opened first, on two cores
+        sanity=SanitySizes(instances=20, ig_steps=8),
         description="small and fast: 5 epochs, 500 test instances (IMDB 100), 4 seeds; <= 2 GB",
     ),
     "paper": Profile(

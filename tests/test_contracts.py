@@ -213,6 +213,10 @@ def _per_instance_experiments():
 #: is in tests/test_audit.py.
 READS_FILES = {"audit.audit"}
 
+#: Runs a per-instance experiment on each of several models (one per training seed): the same
+#: keywords as the experiment it runs, its models first (checked below).
+OVER_MODELS = {"randomisation.randomisation_over_seeds": "randomisation.randomisation_test"}
+
 
 def test_the_experiments_found_are_the_books():
     found = set(_per_instance_experiments())
@@ -222,7 +226,7 @@ def test_the_experiments_found_are_the_books():
             "head_perturbation.adversarial_heads"} <= found, found
 
 
-@pytest.mark.parametrize("name", sorted(set(_per_instance_experiments()) - READS_FILES))
+@pytest.mark.parametrize("name", sorted(set(_per_instance_experiments()) - READS_FILES - set(OVER_MODELS)))
 def test_every_per_instance_experiment_has_the_same_parameters(name):
     """(model, split, ..., max_instances=None, seed=0, chunk_size=None): the same names, defaults and meaning."""
     import inspect
@@ -238,6 +242,17 @@ def test_every_per_instance_experiment_has_the_same_parameters(name):
         assert params[param].kind is inspect.Parameter.KEYWORD_ONLY, f"{name}: {param} must be keyword-only"
     if "site" in params:
         assert params["site"].default is None, f"{name}: site defaults to the model's own (None)"
+
+
+@pytest.mark.parametrize("name", sorted(OVER_MODELS))
+def test_an_experiment_over_models_keeps_the_keywords_of_the_one_it_runs(name):
+    import inspect
+
+    found = _per_instance_experiments()
+    over, one = inspect.signature(found[name]).parameters, inspect.signature(found[OVER_MODELS[name]]).parameters
+    assert list(over)[:2] == ["models", "split"]
+    for param in ("methods", "max_instances", "seed", "k"):
+        assert over[param].default == one[param].default and over[param].kind is inspect.Parameter.KEYWORD_ONLY
 
 
 def test_the_runner_and_its_result_are_public():

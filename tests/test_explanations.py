@@ -328,9 +328,9 @@ def test_rank_over_seeds_beats_only_what_the_seeds_bear_out():
 def test_part_v_methods_are_registered_asked_for_by_name_and_transformer_only(split, lstm, transformer):
     from attnlib.explanations import PART_V_METHODS
 
-    assert PART_V_METHODS == ("norm-based", "value zeroing", "attention relevance")
+    assert PART_V_METHODS == ("norm-based", "value zeroing", "attention relevance", "norm + residual + LN", "GlobEnc")
     assert not set(PART_V_METHODS) & set(methods_for(transformer))  # not in the default battery
-    assert methods_for(transformer, every=True)[-3:] == PART_V_METHODS
+    assert methods_for(transformer, every=True)[-len(PART_V_METHODS):] == PART_V_METHODS
     assert not set(PART_V_METHODS) & set(methods_for(lstm, every=True))  # no layers to zero, sum or roll out
     result = explain(transformer, split, methods="all", max_instances=6)
     assert result.methods == methods_for(transformer, every=True)

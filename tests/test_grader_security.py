@@ -672,6 +672,21 @@ def _first_flip(flips, lengths, shift=1.0):
     return np.where(flips.any(-1), (flips.argmax(-1) + shift) / lengths, np.nan)
 
 
+def _top_words(x, k, signed=False, later=False):
+    """The top-k words of one sentence: by |score| (or the signed score), ties the earlier word first (or the later)."""
+    x = np.asarray(x, float)
+    key = x if signed else np.abs(x)
+    order = sorted(range(len(x)), key=lambda w: (-key[w], -w if later else w))
+    return order[:k]
+
+
+def _agreement(a, b, k, rank=False, signed=False, later=False, by_words=False, uncapped=False):
+    """Krishna et al.'s feature (or rank) agreement of one sentence; the flags are plausible mistakes."""
+    ta, tb = _top_words(a, k, signed, later), _top_words(b, k, signed, later)
+    shared = sum(x == y for x, y in zip(ta, tb)) if rank else len(set(ta) & set(tb))
+    return shared / (len(a) if by_words else k if uncapped else min(k, len(a)))
+
+
 RIGHT_AND_WRONG = {
     "check_tvd": (_tvd, {"no 1/2": lambda p, q: 2 * _tvd(p, q), "unnormalised": lambda p, q: _tvd(10 * p, 10 * q)}),
     "check_jsd": (_jsd, {"log base 2": lambda p, q: _jsd(p, q, np.log2), "tvd instead": _tvd}),
@@ -695,6 +710,17 @@ RIGHT_AND_WRONG = {
     "check_relevance": (_relevance, {"no identity to start from": lambda a, g: _relevance(a, g) - np.eye(a.shape[-1]),
                                      "the product reversed": lambda a, g: _relevance(a, g, reverse=True),
                                      "without the positive part": lambda a, g: _relevance(a, g, clamp=False)}),
+    "check_feature_agreement": (_agreement, {
+        "top-k by signed value, not magnitude": lambda a, b, k: _agreement(a, b, k, signed=True),
+        "divided by the number of words, not k": lambda a, b, k: _agreement(a, b, k, by_words=True),
+        "k not capped at the sentence": lambda a, b, k: _agreement(a, b, k, uncapped=True),
+        "ties broken by the later word": lambda a, b, k: _agreement(a, b, k, later=True)}),
+    "check_rank_agreement": (lambda a, b, k: _agreement(a, b, k, rank=True), {
+        "feature agreement instead": _agreement,
+        "top-k by signed value, not magnitude": lambda a, b, k: _agreement(a, b, k, rank=True, signed=True),
+        "divided by the number of words, not k": lambda a, b, k: _agreement(a, b, k, rank=True, by_words=True),
+        "k not capped at the sentence": lambda a, b, k: _agreement(a, b, k, rank=True, uncapped=True),
+        "ties broken by the later word": lambda a, b, k: _agreement(a, b, k, rank=True, later=True)}),
 }
 
 

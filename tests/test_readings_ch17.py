@@ -20,8 +20,8 @@ def test_a_method_clearly_above_attention_is_better_and_the_others_within_noise(
     got = ch17.beside_attention(columns, higher, model="transformer", key="tf")
     assert got["ch17_tf_ap"].startswith("average precision against the rationale (synthetic): attention relevance")
     assert "is better than raw attention" in got["ch17_tf_ap"] and "holds in 3 of 3 seeds" in got["ch17_tf_ap"]
-    assert "norm-based and value zeroing are within noise of it" in got["ch17_tf_ap"]
-    assert got["ch17_tf_better"] == 2 and got["ch17_tf_compared"] == 6
+    assert "norm-based, norm + residual + LN, GlobEnc and value zeroing are within noise of it" in got["ch17_tf_ap"]
+    assert got["ch17_tf_better"] == 2 and got["ch17_tf_compared"] == 2 * len(ch17.NEW)
     # where lower is better, the same values read the other way
     lower = ch17.beside_attention(columns, {k: False for k in higher}, model="transformer", key="tf")
     assert "attention relevance (holds in 3 of 3 seeds) is worse than raw attention" in lower["ch17_tf_ap"]
@@ -50,3 +50,20 @@ def test_setup_accuracy_and_the_heads_numbers():
     with pytest.raises(ValueError, match="raw attention"):
         ch17.beside_attention({"AP, synthetic": {"rollout": np.ones((1, 3))}}, {"AP, synthetic": True},
                               model="m", key="k")
+
+
+def test_one_table_per_model_has_its_own_columns_and_no_na():
+    from attnlib.experiments.explanations import rank_columns_over_seeds
+
+    columns = _columns()
+    higher = {c: True for c in columns}
+    ranked = {"transformer": rank_columns_over_seeds(columns, higher),
+              "MiniLM (frozen)": rank_columns_over_seeds({"comprehensiveness AOPC, synthetic":
+                                                          columns["comprehensiveness AOPC, synthetic"]}, higher)}
+    both = ch17.table(ranked, higher)
+    assert (both == "n/a").any().any()  # the models share no column of AP
+    alone = ch17.table(ranked, higher, model="MiniLM (frozen)")
+    assert list(alone.index) == list(ch17.METHODS) and alone.shape[1] == 1
+    assert not (alone == "n/a").any().any()
+    with pytest.raises(ValueError, match="no model"):
+        ch17.table(ranked, higher, model="BiLSTM")

@@ -50,6 +50,9 @@ TERMS = {
     "Norm-based attention": r"\bnorm-based attention\b",
     "Value zeroing": r"\b[Vv]alue zeroing\b",
     "Attention relevance": r"\battention relevance\b",
+    "GlobEnc": r"\bGlobEnc\b",
+    "Model-parameter randomisation": r"\b(?:cascading|model-parameter) randomisation\b",
+    "Feature agreement": r"\bfeature agreement\b",
 }
 
 #: what a link must not go into: fenced code, code spans, display and inline math, links, HTML, headings, URLs

@@ -34,9 +34,15 @@ value zeroing             Mohebbi et al.'s value zeroing, rolled out, [CLS] row 
 attention relevance       Chefer et al.'s gradient-weighted attention, accumulated over the
                           layers, [CLS] row (:mod:`~attnlib.experiments.attention_relevance`);
                           Part V
+norm + residual + LN      Kobayashi et al. 2021's norm of what token j sends through the last
+                          layer's attention block (residual and LayerNorm included), [CLS] row
+                          (:mod:`~attnlib.experiments.globenc`); Part V
+GlobEnc                   Modarressi et al.'s norms through the whole layer but its feed-forward
+                          block, rolled out, [CLS] row after the last layer
+                          (:mod:`~attnlib.experiments.globenc`); Part V
 ========================  =================================================================
 
-The last three (Chapter 17) apply to the transformers only and are not in :func:`explain`'s default
+The last five (Chapter 17) apply to the transformers only and are not in :func:`explain`'s default
 battery (:data:`METHODS`, Chapter 15's): ask for them by name, or with ``methods="all"``.
 
 Where a method does not apply to a model (:func:`applies`) its scores are absent and the
@@ -68,6 +74,7 @@ from ..data import Split
 from ..models.protocol import check_token_model, device_of, has_capability, model_name, word_mask
 from .faithfulness import rationale_ranking
 from .flow import flow_cls, rollout_cls
+from .globenc import globenc_cls, norm_residual_ln_cls
 from .attention_relevance import relevance_cls
 from .identifiability import effective_attention
 from .importance import importance
@@ -266,6 +273,10 @@ for _method in (
                       needs_layers=True, needs="value_zeroing", by_default=False, chapter=17),
     ExplanationMethod("attention relevance", score=lambda inputs: relevance_cls(inputs.model, inputs.tokens),
                       needs_layers=True, by_default=False, chapter=17),
+    ExplanationMethod("norm + residual + LN", score=lambda inputs: norm_residual_ln_cls(inputs.model, inputs.batch),
+                      needs_layers=True, needs="decomposition", by_default=False, chapter=17),
+    ExplanationMethod("GlobEnc", score=lambda inputs: globenc_cls(inputs.model, inputs.batch),
+                      needs_layers=True, needs="decomposition", by_default=False, chapter=17),
 ):
     register(_method)
 del _method

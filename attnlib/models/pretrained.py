@@ -55,8 +55,8 @@ from .. import portable
 from .._checks import check_positive_int, check_positive_number, check_seed
 from ..data import Batch
 from .heads import Trace, apply_edits, check_edits, flatten_candidates, key_mask_of
-from .protocol import Site, SiteState, TokenOutput, class_probabilities, device_of, eval_mode
-from .transformer import TransformerOutput
+from .protocol import DECOMPOSITION_STAGES, Site, SiteState, TokenOutput, class_probabilities, device_of, eval_mode
+from .transformer import TransformerOutput, attention_vectors
 
 __all__ = ["minilm_path", "PretrainedClassifierConfig", "PretrainedClassifier", "ATTENTION_IMPLEMENTATION",
            "fine_tune_head", "HEADS"]
@@ -133,6 +133,23 @@ def _attention(module, query, key, value, attention_mask, scaling=None, dropout=
     used = nn.functional.dropout(probs, p=dropout, training=module.training)
     output = torch.matmul(used, value).transpose(1, 2).contiguous()
     return output, probs
+
+
+def _layer_norm_scale(z: torch.Tensor, norm: nn.Module) -> torch.Tensor:
+    """s(z) = sqrt(var(z) + eps) of each row of a LayerNorm's real input z (B, T, d): (B, T, 1, 1)."""
+    mean = z.mean(-1, keepdim=True)
+    return ((z - mean).pow(2).mean(-1, keepdim=True) + norm.eps).sqrt()[:, :, None]
+
+
+def _through_layer_norm(v: torch.Tensor, scale: torch.Tensor, norm: nn.Module) -> torch.Tensor:
+    """One summand of a LayerNorm's input, normalised as Kobayashi et al. do: ``gamma (v - m(v)) / s``
+    (no beta), ``s`` that of the whole sum (:func:`_layer_norm_scale`)."""
+    weight = norm.weight.detach().float() if norm.weight is not None else 1.0
+    return (v - v.mean(-1, keepdim=True)) / scale * weight
+
+
+def _beta(norm: nn.Module, z: torch.Tensor) -> torch.Tensor:
+    return norm.bias.detach().float() if norm.bias is not None else torch.zeros_like(z[0, 0])
 
 
 _registered = False
@@ -588,6 +605,71 @@ class PretrainedClassifier(nn.Module):
         are the layer's input)."""
         with eval_mode(self), self._active(key_mask, value_keep=value_keep):
             return self._run(self.layers[layer], states, self._mask(states, key_mask))
+
+    @torch.no_grad()
+    def layer_decomposition(self, layer: int, states: torch.Tensor, tokens: torch.Tensor, key_mask: torch.Tensor,
+                            *, upto: str = "attention") -> tuple[torch.Tensor, torch.Tensor]:
+        """Layer ``layer``'s output from given input states x (B, T, d_model), split by the token it comes
+        from (protocol capability ``decomposition``): ``(vectors, rest)``, ``vectors`` (B, T, T, d_model)
+        with ``vectors[b, i, j]`` what token j sends to query i, ``rest`` (B, T, d_model) the part from
+        no token, so that ``vectors.sum(2) + rest`` is the output. ``tokens`` are not read.
+
+        The layer is post-LN (BERT): ``h_i = LN1(sum_j y_ij + b^O)``, ``y_ij = sum_h alpha^h_ij f_h(x_j) +
+        [i = j] x_i``, ``f_h(x) = (x W^V_h + b^V_h) W^O_h``. A LayerNorm is ``gamma (z - m(z)) / s(z) + beta``;
+        the mean is linear and s(z) = sqrt(var(z) + eps) is one number per query, so Kobayashi et al.
+        (2021) split it over the sum: ``vectors[b, i, j] = gamma1 (y_ij - m(y_ij)) / s(z_i)``, with s of
+        the real input ``z_i`` of LN1, and ``rest = gamma1 (b^O - m(b^O)) / s(z_i) + beta1`` (their code,
+        ``BertNormOutput`` in github.com/gorokoba560/norm-analysis-of-transformer, emnlp2021, and
+        GlobEnc's copy: b^V stays in f, b^O and beta leave the vectors). ``upto="attention"``: that,
+        the attention block's output h (their N-ResLN). ``upto="layer"``: the layer's output
+        ``LN2(h + FFN(h))`` as GlobEnc takes it (github.com/mohsenfayyaz/GlobEnc,
+        ``src/modeling/modeling_bert.py``, ``BertLayer.forward``): each vector passes LN2 the same way,
+        ``gamma2 (v - m(v)) / s(h_i + FFN(h_i))``, and the feed-forward block is not attributed, so
+        ``rest = gamma2 (r - m(r)) / s(...) + beta2`` with ``r`` LN1's rest plus ``FFN(h_i)``.
+        Rows and columns of padding are 0; eval mode.
+        """
+        if upto not in DECOMPOSITION_STAGES:
+            raise ValueError(f"upto must be one of {DECOMPOSITION_STAGES}, got {upto!r}")
+        L = self.config.layers
+        if isinstance(layer, bool) or not isinstance(layer, int) or not 0 <= layer < L:
+            raise ValueError(f"layer must be an int in 0 .. {L - 1}, got {layer!r}")
+        block = self.layers[layer]
+        try:
+            dense, norm1, norm2 = block.attention.output.dense, block.attention.output.LayerNorm, block.output.LayerNorm
+        except AttributeError as err:
+            raise ValueError(f"layer_decomposition needs BERT's post-LN layer (attention.output.dense, "
+                             f"attention.output.LayerNorm, output.LayerNorm); {type(block).__name__} lacks one") from err
+        seen: dict = {}
+
+        def keep(name):
+            def hook(module, args, output):
+                seen[name] = (args[0].float(), output.float())
+            return hook
+
+        record: dict = {}
+        handles = [norm1.register_forward_hook(keep("norm1")), norm2.register_forward_hook(keep("norm2"))]
+        try:
+            with eval_mode(self), self._active(key_mask, record=record):
+                self._run(block, states, self._mask(states, key_mask))
+        finally:
+            for handle in handles:
+                handle.remove()
+        c = self.config
+        probs, values = (t.float() for t in record[layer])
+        projection = dense.weight.detach().float().t().reshape(c.heads, c.head_dim, c.d_model)
+        states = states.float()
+        vectors = attention_vectors(probs, values, projection, states, key_mask)
+        (z1, h), (z2, _) = seen["norm1"], seen["norm2"]
+        scale1 = _layer_norm_scale(z1, norm1)
+        vectors = _through_layer_norm(vectors, scale1, norm1)
+        bias = dense.bias.detach().float() if dense.bias is not None else torch.zeros_like(z1[0, 0])
+        rest = _through_layer_norm(bias.expand_as(z1), scale1[:, :, 0], norm1) + _beta(norm1, z1)
+        if upto == "layer":
+            scale2 = _layer_norm_scale(z2, norm2)
+            vectors = _through_layer_norm(vectors, scale2, norm2)
+            rest = _through_layer_norm(rest + (z2 - h), scale2[:, :, 0], norm2) + _beta(norm2, z2)
+        m = key_mask.to(vectors.dtype)
+        return vectors * m[:, :, None, None] * m[:, None, :, None], rest * m[:, :, None]
 
     @torch.no_grad()
     def trace(self, batch) -> Trace:

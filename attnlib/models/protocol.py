@@ -78,7 +78,7 @@ from torch import nn
 __all__ = ["Site", "ONLY_SITE", "SiteState", "InterventionModel", "check_model", "device_of", "eval_mode",
            "class_probabilities", "TokenOutput", "TokenModel", "TOKEN_METHODS", "check_token_model", "word_mask",
            "model_name", "LayeredModel", "KeyEditModel", "CAPABILITIES", "has_capability", "require_capability",
-           "layer_shape"]
+           "layer_shape", "DECOMPOSITION_STAGES"]
 
 
 @dataclass(frozen=True)
@@ -273,6 +273,14 @@ class KeyEditModel(LayeredModel, Protocol):
     def visibility(self, tokens, key_mask): ...
 
 
+#: How far up a layer ``layer_decomposition(..., upto=)`` carries the tokens' vectors (capability
+#: ``decomposition``): ``"attention"``, the attention block's output (attention, its residual and, in a
+#: post-LN layer, the first LayerNorm: Kobayashi et al. 2021's "ATB"); ``"layer"``, the layer's output
+#: with the feed-forward block's output in the part from no token (GlobEnc's N_Enc: in a post-LN layer
+#: the vectors also pass the second LayerNorm).
+DECOMPOSITION_STAGES = ("attention", "layer")
+
+
 #: What a family may declare, how an experiment checks it, and what it promises. Experiments ask
 #: :func:`has_capability` / :func:`require_capability`, never which class a model is.
 CAPABILITIES = {
@@ -293,6 +301,16 @@ CAPABILITIES = {
         lambda m: CAPABILITIES["layered"][0](m) and callable(getattr(m, "layer_output", None)),
         "a layer that can run again on given input states with some value vectors zeroed "
         "(``layer_output(layer, states, tokens, key_mask, value_keep)``: the transformers)"),
+    "decomposition": (
+        lambda m: CAPABILITIES["layered"][0](m) and callable(getattr(m, "layer_decomposition", None)),
+        "a layer's output split into what each input token sends to each query, plus a part from no "
+        "token (``layer_decomposition(layer, states, tokens, key_mask, upto=...)``, Kobayashi et al. "
+        "2021, GlobEnc: the transformers)"),
+    "randomisation": (
+        lambda m: callable(getattr(m, "randomisation_stages", None))
+        and callable(getattr(m, "initialised_parameters", None)),
+        "parameters in stages from the output down, and a fresh initialisation of them "
+        "(``randomisation_stages()``, ``initialised_parameters(seed)``: the book's transformer)"),
 }
 
 

@@ -41,9 +41,9 @@ from ..portable import Linear, linear, matmul
 from ..data import EOS, PAD
 from .classifier import BookTokens
 from .heads import MASK, Trace, apply_edits, check_edits, check_sites, flatten_candidates, rowwise
-from .protocol import Site, SiteState, TokenOutput, class_probabilities
+from .protocol import DECOMPOSITION_STAGES, Site, SiteState, TokenOutput, class_probabilities
 
-__all__ = ["TransformerConfig", "TransformerOutput", "TransformerClassifier"]
+__all__ = ["TransformerConfig", "TransformerOutput", "TransformerClassifier", "attention_vectors"]
 
 
 @dataclass(frozen=True)
@@ -203,6 +203,28 @@ class _Layer(nn.Module):
     def output_projection(self) -> torch.Tensor:
         """(h, d_v, d_model): head h's slice of W^O (the head adds probs @ v_h @ this)."""
         return self.out.weight.t().reshape(self.h, self.dv, -1)
+
+
+def attention_vectors(probs: torch.Tensor, values: torch.Tensor, projection: torch.Tensor, states: torch.Tensor,
+                      key_mask: torch.Tensor) -> torch.Tensor:
+    """What each token j sends to query i through a layer's heads and its residual connection, (B, T, T, d_model):
+
+    ``x[b, i, j] = sum_h probs[b, h, i, j] (values[b, h, j] @ projection[h]) + [i = j] states[b, i]``
+
+    ``probs`` (B, h, T, T), ``values`` (B, h, T, d_v) (with their bias), ``projection`` (h, d_v, d_model):
+    head h's slice of W^O, ``states`` (B, T, d_model): what the residual connection carries. Rows and
+    columns of padding (``key_mask`` False) are 0. The products are :mod:`attnlib.portable`'s (a row's bits
+    do not depend on the other rows). Kobayashi et al. (2021)'s ``sum_h alpha^h_ij f_h(x_j) + delta_ij x_i``
+    (their code's ``residual_weighted_layer``); both transformer families' ``layer_decomposition``.
+    """
+    B, _, T, _ = probs.shape
+    sent = matmul(values, projection)  # (B, h, T, d): f_h(x_j)
+    # every (sentence, key j): its (T_i x h) weights times its (h x d) vectors, summed over the heads
+    arrived = matmul(probs.permute(0, 3, 2, 1).contiguous(), sent.transpose(1, 2).contiguous()).transpose(1, 2)
+    eye = torch.eye(T, dtype=states.dtype, device=states.device)
+    out = arrived + eye[None, :, :, None] * states[:, :, None, :]
+    m = key_mask.to(out.dtype)
+    return out * m[:, :, None, None] * m[:, None, :, None]
 
 
 class TransformerClassifier(BookTokens, nn.Module):
@@ -454,6 +476,72 @@ class TransformerClassifier(BookTokens, nn.Module):
             return self.layers[layer].finish(states, probs, v)
         finally:
             self.train(was_training)
+
+    @torch.no_grad()
+    def layer_decomposition(self, layer: int, states: torch.Tensor, tokens: torch.Tensor, key_mask: torch.Tensor,
+                            *, upto: str = "attention") -> tuple[torch.Tensor, torch.Tensor]:
+        """Layer ``layer``'s output from given input states x (B, T, d_model), split by the token it comes
+        from (protocol capability ``decomposition``; Kobayashi et al. 2021, GlobEnc): ``(vectors, rest)``,
+        ``vectors`` (B, T, T, d_model) with ``vectors[b, i, j]`` what token j sends to query i, and ``rest``
+        (B, T, d_model) the part from no token, so that ``vectors.sum(2) + rest`` is the output.
+
+        The layer is pre-LN: its attention block gives ``h_i = x_i + sum_h sum_j alpha^h_ij f_h(LN1(x_j)) + b^O``
+        with ``f_h(y) = (y W^V_h + b^V_h) W^O_h``. LN1 acts on each token alone, so it sits inside f
+        (as the value bias does: Kobayashi et al. and GlobEnc keep b^V in f), and the residual stream
+        itself passes no LayerNorm: ``vectors[b, i, j] = sum_h alpha^h_ij f_h(LN1(x_j)) + [i = j] x_i``.
+        ``upto="attention"``: ``rest = b^O`` and the sum is h (the residual stream after the attention
+        block). ``upto="layer"``: the layer's output ``h + FFN(LN2(h))``; the feed-forward block is not
+        attributed (as in GlobEnc), so the same vectors, and ``rest = b^O + FFN(LN2(h))``. The model's
+        final LayerNorm sits above the last layer, outside every layer, and is not here. Rows and
+        columns of padding are 0; eval mode.
+        """
+        if upto not in DECOMPOSITION_STAGES:
+            raise ValueError(f"upto must be one of {DECOMPOSITION_STAGES}, got {upto!r}")
+        L = len(self.layers)
+        if isinstance(layer, bool) or not isinstance(layer, int) or not 0 <= layer < L:
+            raise ValueError(f"layer must be an int in 0 .. {L - 1}, got {layer!r}")
+        was_training = self.training
+        self.eval()
+        try:
+            block = self.layers[layer]
+            probs, v = block.attend(states, self.visibility(tokens, key_mask))
+            vectors = attention_vectors(probs, v, block.output_projection(), states, key_mask)
+            B, T, d = states.shape
+            rest = block.out.bias.expand(B, T, d)
+            if upto == "layer":
+                heads = matmul(probs, v).transpose(1, 2).reshape(B, T, d)
+                h = states + block.out(heads)
+                rest = rest + block.ffn(block.norm2(h))
+            return vectors, rest * key_mask.to(rest.dtype)[:, :, None]
+        finally:
+            self.train(was_training)
+
+    def randomisation_stages(self) -> tuple:
+        """Adebayo et al.'s cascade, top down (protocol capability ``randomisation``): one
+        ``(stage, parameter names)`` per stage, the output first (the decoder and the final
+        LayerNorm), then each layer from the top (``"layer 4"`` is the top of four), then the
+        embeddings (words, their projection, positions and their LayerNorm). Every parameter
+        of the model is in exactly one stage."""
+        names = [name for name, _ in self.named_parameters()]
+
+        def under(*prefixes: str) -> tuple:
+            return tuple(n for n in names if n.split(".")[0] in prefixes
+                         or any(n.startswith(p + ".") for p in prefixes))
+
+        stages = [("output", under("decoder", "norm"))]
+        for index in reversed(range(self.config.layers)):
+            stages.append((f"layer {index + 1}", under(f"layers.{index}")))
+        stages.append(("embeddings", under("embedding", "project", "positions", "embed_norm")))
+        return tuple(stages)
+
+    def initialised_parameters(self, seed: int) -> dict:
+        """The parameters a model of this shape starts from when built with torch's generator at
+        ``seed`` (the constructor's own initialisation; random word embeddings), without moving
+        the host's generator: what the cascade puts in place of the trained ones."""
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            fresh = type(self)(self.vocab_size, self.config)
+        return {name: p.detach().to(self.embedding.weight.device) for name, p in fresh.named_parameters()}
 
     @torch.no_grad()
     def trace(self, x) -> Trace:

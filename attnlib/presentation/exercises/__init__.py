@@ -68,6 +68,8 @@ check_null_space_share = make_checker('check_null_space_share', SPECS['check_nul
 check_ranks_with_ties = make_checker('check_ranks_with_ties', SPECS['check_ranks_with_ties'])
 check_norm_attention = make_checker('check_norm_attention', SPECS['check_norm_attention'])
 check_relevance = make_checker('check_relevance', SPECS['check_relevance'])
+check_feature_agreement = make_checker('check_feature_agreement', SPECS['check_feature_agreement'])
+check_rank_agreement = make_checker('check_rank_agreement', SPECS['check_rank_agreement'])
 
 __all__ = [
     "CheckResult",
@@ -118,4 +120,6 @@ __all__ = [
     "check_ranks_with_ties",
     "check_norm_attention",
     "check_relevance",
+    "check_feature_agreement",
+    "check_rank_agreement",
 ]

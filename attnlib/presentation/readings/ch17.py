@@ -21,7 +21,7 @@ __all__ = ["METHODS", "NEW", "OLD", "setup", "accuracy", "table", "beside_attent
 
 #: The methods of the chapter's tables, in order: Chapter 15's attention family, then Part V's, then the floor.
 OLD = ("attention", "rollout", "flow")
-NEW = ("norm-based", "value zeroing", "attention relevance")
+NEW = ("norm-based", "norm + residual + LN", "GlobEnc", "value zeroing", "attention relevance")
 METHODS = (*OLD, *NEW, "random")
 
 
@@ -40,11 +40,18 @@ def accuracy(correct, *, key: str, seed: int = 0) -> dict[str, Any]:
     return {f"ch17_{key}_acc": interval.estimate, f"ch17_{key}_acc_ci": interval.range_text()}
 
 
-def table(ranked: Mapping, higher: Mapping) -> pd.DataFrame:
+def table(ranked: Mapping, higher: Mapping, *, model: str | None = None) -> pd.DataFrame:
     """The chapter's table: per model (``ranked``: model -> RankedTable), every method of :data:`METHODS`
-    it has, each column's mean with its rank ("=" a shared rank), as Chapter 15's capstone table."""
+    it has, each column's mean with its rank ("=" a shared rank), as Chapter 15's capstone table.
+    ``model``: that model's table alone, one row per method and only its own columns (a table per model
+    reads on a phone, where two models that share no column would fill half the cells with "n/a")."""
+    if model is not None:
+        if model not in ranked:
+            raise ValueError(f"no model {model!r}; the models are {', '.join(ranked)}")
+        ranked = {model: ranked[model]}
     methods = [m for m in METHODS if any(m in r.means.index for r in ranked.values())]
-    return ch15.capstone_table(ranked, higher, methods=methods)
+    cells = ch15.capstone_table(ranked, higher, methods=methods)
+    return cells.droplevel("model") if model is not None else cells
 
 
 def _rows(values) -> np.ndarray:

@@ -17,16 +17,17 @@ Colab and JupyterLab show a PNG with no alt text at all, the kernel follows each
 the same words, folded under "Figure in words" (:func:`caption`), in every front end.
 
 The functions live by part (:mod:`.core`, the base and the figures several parts share;
-:mod:`.part1` ... :mod:`.part4`), so a new chapter adds to its part's module; every name is
+:mod:`.part1` ... :mod:`.part5`), so a new chapter adds to its part's module; every name is
 imported here, so ``from attnlib import viz`` and ``viz.plot_...`` are the way to call them.
 """
 from __future__ import annotations
 
-from . import core, part1, part2, part3, part4
+from . import core, part1, part2, part3, part4, part5
 from .core import *  # noqa: F401,F403
 from .part1 import *  # noqa: F401,F403
 from .part2 import *  # noqa: F401,F403
 from .part3 import *  # noqa: F401,F403
 from .part4 import *  # noqa: F401,F403
+from .part5 import *  # noqa: F401,F403
 
-__all__ = [*core.__all__, *part1.__all__, *part2.__all__, *part3.__all__, *part4.__all__]
+__all__ = [*core.__all__, *part1.__all__, *part2.__all__, *part3.__all__, *part4.__all__, *part5.__all__]

@@ -120,6 +120,17 @@ def check_seed(seed, name: str = "seed") -> int:
     return int(seed)
 
 
+def layer_indices(layer, n_layers: int, what: str = "the model") -> list[int]:
+    """The layers a function of every layer (``layer=None``) or of one (its index, negative from the
+    top) runs over: ``[0, ..., n_layers - 1]`` or ``[layer % n_layers]``; a ValueError names ``what``."""
+    if layer is None:
+        return list(range(n_layers))
+    if isinstance(layer, bool) or not isinstance(layer, numbers.Integral) or not -n_layers <= layer < n_layers:
+        raise ValueError(f"layer must be an int in {-n_layers} .. {n_layers - 1} ({what} has {n_layers} layers), "
+                         f"got {layer!r}")
+    return [int(layer) % n_layers]
+
+
 def check_bool(x, name: str) -> bool:
     if not isinstance(x, (bool, np.bool_)):
         raise ValueError(f"{name} must be True or False, got {x!r}")

@@ -135,3 +135,30 @@ def tiny_bert_checkpoint(tmp_path_factory):
                         initializer_range=0.2, attn_implementation="eager")
     BertModel(config).save_pretrained(path)
     return path
+
+
+@pytest.fixture(scope="session")
+def scaled_transformer():
+    """A factory: a tiny random book transformer (2 layers x 2 heads, d_model 8, eval mode) with every
+    weight scaled up by 3 so every part of a layer matters, and three sentences of 7, 5 and 9 tokens
+    (<SOS> ... <EOS>, padded): ``(model, tokens, lengths)``, made afresh for each caller."""
+
+    def make():
+        import torch
+
+        from attnlib.data import PAD
+        from attnlib.models import TransformerConfig
+
+        torch.manual_seed(0)
+        model = TransformerConfig(layers=2, heads=2, head_dim=4, embed_dim=8, dropout=0.0).build(30).eval()
+        with torch.no_grad():
+            for p in model.parameters():
+                p.mul_(3.0)
+        lengths = torch.tensor([7, 5, 9])
+        tokens = torch.randint(4, 30, (3, 9), generator=torch.Generator().manual_seed(1))
+        tokens[torch.arange(9)[None, :] >= lengths[:, None]] = PAD
+        tokens[:, 0] = 2
+        tokens[torch.arange(3), lengths - 1] = 3
+        return model, tokens, lengths
+
+    return make

@@ -122,3 +122,14 @@ def test_setup_counts_the_stages_after_the_trained_model():
     assert got["ch18_ig_steps"] == 8 and got["ch18_ig_steps_book"] == 16
     acc = ch18.accuracy(np.ones((3, 10), bool))
     assert acc["ch18_acc"] == 1.0
+
+
+def test_seeds_that_disagree_at_the_output_stage_are_counted():
+    split = []
+    for s in range(3):
+        r = _result(LAST, TOP, seed=s)
+        r.values["rank correlation"]["attention"][1] = 1.0 if s == 0 else 0.0  # one seed unmoved, two moved
+        split.append(r)
+    got = ch18.verdicts(randomisation.verdicts(split, stage="output"), randomisation.verdicts(split), line=0.5)
+    assert got["ch18_moved"].startswith("Attention changes, but within noise of the line, the seeds disagreeing "
+                                        "(seeds below it: attention 2 of 3)")

@@ -8,25 +8,12 @@ import torch
 
 from attnlib.experiments import attention_relevance as ar
 from attnlib.experiments import value_zeroing as vz
-from attnlib.models import Site, TransformerConfig
+from attnlib.models import Site
 
 
 @pytest.fixture(scope="module")
-def tiny():
-    """A tiny random book transformer (2 layers x 2 heads), weights scaled up so every part matters."""
-    from attnlib.data import PAD
-
-    torch.manual_seed(0)
-    model = TransformerConfig(layers=2, heads=2, head_dim=4, embed_dim=8, dropout=0.0).build(30).eval()
-    with torch.no_grad():
-        for p in model.parameters():
-            p.mul_(3.0)
-    lengths = torch.tensor([7, 5, 9])
-    tokens = torch.randint(4, 30, (3, 9), generator=torch.Generator().manual_seed(1))
-    tokens[torch.arange(9)[None, :] >= lengths[:, None]] = PAD
-    tokens[:, 0] = 2
-    tokens[torch.arange(3), lengths - 1] = 3
-    return model, tokens, lengths
+def tiny(scaled_transformer):
+    return scaled_transformer()
 
 
 def _loop_value_zeroing(model, tokens, lengths):

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import torch
 
+from .._checks import layer_indices
 from ..models import Trace
 
 __all__ = ["HEADS", "norm_attention"]
@@ -48,13 +49,7 @@ def norm_attention(trace: Trace, *, heads: str = "each", layer: int | None = Non
         raise ValueError(f"trace must be an attnlib.models.Trace (model.trace(batch)), got {type(trace).__name__}")
     if heads not in HEADS:
         raise ValueError(f"heads must be one of {HEADS}, got {heads!r}")
-    L = trace.attentions.shape[1]
-    if layer is not None:
-        if isinstance(layer, bool) or not isinstance(layer, int) or not -L <= layer < L:
-            raise ValueError(f"layer must be an int in {-L} .. {L - 1} (the trace has {L} layers), got {layer!r}")
-        layers = [layer % L]
-    else:
-        layers = list(range(L))
+    layers = layer_indices(layer, trace.attentions.shape[1], "the trace")
     out = [_one_layer(trace, index, heads) for index in layers]
     return out[0] if layer is not None else torch.stack(out, 1)
 

@@ -137,8 +137,8 @@ def _attention(module, query, key, value, attention_mask, scaling=None, dropout=
 
 def _layer_norm_scale(z: torch.Tensor, norm: nn.Module) -> torch.Tensor:
     """s(z) = sqrt(var(z) + eps) of each row of a LayerNorm's real input z (B, T, d): (B, T, 1, 1)."""
-    mean = z.mean(-1, keepdim=True)
-    return ((z - mean).pow(2).mean(-1, keepdim=True) + norm.eps).sqrt()[:, :, None]
+    centred = z - z.mean(-1, keepdim=True)
+    return portable.sqrt((centred * centred).mean(-1, keepdim=True) + norm.eps)[:, :, None]  # IEEE sqrt
 
 
 def _through_layer_norm(v: torch.Tensor, scale: torch.Tensor, norm: nn.Module) -> torch.Tensor:

@@ -157,18 +157,21 @@ def _pairs(matrix, exclude: Sequence[str]) -> list:
 
 
 def agreement_table(agree: Mapping, *, exclude: Sequence[str] = ("random",)) -> pd.DataFrame:
-    """One row per measure of ``agree`` (measure -> ``disagreement_matrix``): the median pair's mean, and
-    the most and the least alike pairs with their 95% intervals over seeds and sentences (the random
-    ranking left out)."""
+    """Per measure of ``agree`` (measure -> ``disagreement_matrix``), three rows: the median pair's mean,
+    and the most and the least alike pairs with their means and 95% intervals over seeds and sentences
+    (the random ranking left out). Two columns, so that it reads on a phone."""
     rows = {}
     for metric, matrix in agree.items():
         pairs = _pairs(matrix, exclude)
         intervals = {p: matrix.interval(*p) for p in pairs}
         ordered = sorted(pairs, key=lambda p: intervals[p].estimate)
-        rows[metric] = {"median pair": f"{np.median([i.estimate for i in intervals.values()]):.2f}",
-                        "most alike": f"{' – '.join(ordered[-1])}: {intervals[ordered[-1]].format(2)}",
-                        "least alike": f"{' – '.join(ordered[0])}: {intervals[ordered[0]].format(2)}"}
-    return pd.DataFrame.from_dict(rows, orient="index")
+        rows[(metric, "median pair")] = {"pair": "", "mean [95% interval]":
+                                         f"{np.median([i.estimate for i in intervals.values()]):.2f}"}
+        for which, pair in (("most alike", ordered[-1]), ("least alike", ordered[0])):
+            rows[(metric, which)] = {"pair": " – ".join(pair), "mean [95% interval]": intervals[pair].format(2)}
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    table.index.names = ["measure", ""]
+    return table
 
 
 def disagreement(matrix, *, chance: float, exclude: Sequence[str] = ("random",)) -> dict[str, Any]:

@@ -39,8 +39,9 @@ def test_verdicts_name_the_methods_that_pass_fail_or_cannot_be_told(results):
     verdict = randomisation.verdicts(results)
     at_output = randomisation.verdicts(results, stage="output")
     got = ch18.verdicts(at_output, verdict, line=0.5)
-    assert got["ch18_full"] == ("1 of the 4 methods (attention) passes; 2 of the 4 methods (rollout and random) "
-                                "fail; 1 of the 4 methods (flow) is within noise of the line")
+    assert got["ch18_full"] == ("1 of the 4 methods (attention) passes (in 3 of 3 seeds); 2 of the 4 methods "
+                                "(rollout and random) fail (in 3 of 3 seeds each); 1 of the 4 methods (flow) is "
+                                "within noise of the line")
     assert got["ch18_n_pass"] == 1 and got["ch18_pass"] == "1 of the 4 methods"
     # noise moves every method a little at the output stage: none is exactly as trained, none below the line
     assert got["ch18_unchanged"] == "no method's explanation stays exactly as trained"

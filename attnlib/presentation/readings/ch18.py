@@ -94,7 +94,8 @@ def verdicts(at_output: pd.DataFrame, at_last: pd.DataFrame, *, line: float,
                     "less than the line asks")
     groups = {w: [m for m in at_last.index if at_last.loc[m, "verdict"] == w]
               for w in ("passes", "fails", "within noise")}
-    full = [_group(groups["passes"], n, "passes", "pass"), _group(groups["fails"], n, "fails", "fail")]
+    full = [_group(groups["passes"], n, "passes", "pass") + _seeds(at_last, groups["passes"], below=True),
+            _group(groups["fails"], n, "fails", "fail") + _seeds(at_last, groups["fails"], below=False)]
     if groups["within noise"]:
         full.append(_group(groups["within noise"], n, "is", "are") + " within noise of the line")
     moved_text = "; ".join(said) if said else "no other method's explanation changes"
@@ -104,6 +105,17 @@ def verdicts(at_output: pd.DataFrame, at_last: pd.DataFrame, *, line: float,
             "ch18_moved": moved_text[0].upper() + moved_text[1:],
             "ch18_full": "; ".join(full), "ch18_pass": some_of(len(groups["passes"]), n, "methods"),
             "ch18_n_pass": len(groups["passes"]), "ch18_n_unchanged": len(unchanged)}
+
+
+def _seeds(verdict: pd.DataFrame, methods: Sequence[str], *, below: bool) -> str:
+    """How many seeds agree with a group's verdict: " (in 3 of 3 seeds each)", or the least of them."""
+    if not methods:
+        return ""
+    n = int(verdict.loc[methods[0], "seeds"])
+    agree = [int(verdict.loc[m, "seeds_below"]) if below else n - int(verdict.loc[m, "seeds_below"]) for m in methods]
+    each = " each" if len(methods) > 1 else ""
+    least = "" if len(set(agree)) == 1 else "at least "
+    return f" (in {least}{min(agree)} of {n} seeds{each})"
 
 
 def first_below(verdict: pd.DataFrame) -> dict[str, Any]:
@@ -156,15 +168,19 @@ def _pairs(matrix, exclude: Sequence[str]) -> list:
     return [(a, b) for i, a in enumerate(methods) for b in methods[i + 1:]]
 
 
+def _ordered(matrix, exclude: Sequence[str]) -> tuple[dict, list]:
+    """Each pair's interval, and the pairs from the least alike to the most."""
+    intervals = {p: matrix.interval(*p) for p in _pairs(matrix, exclude)}
+    return intervals, sorted(intervals, key=lambda p: intervals[p].estimate)
+
+
 def agreement_table(agree: Mapping, *, exclude: Sequence[str] = ("random",)) -> pd.DataFrame:
     """Per measure of ``agree`` (measure -> ``disagreement_matrix``), three rows: the median pair's mean,
     and the most and the least alike pairs with their means and 95% intervals over seeds and sentences
     (the random ranking left out). Two columns, so that it reads on a phone."""
     rows = {}
     for metric, matrix in agree.items():
-        pairs = _pairs(matrix, exclude)
-        intervals = {p: matrix.interval(*p) for p in pairs}
-        ordered = sorted(pairs, key=lambda p: intervals[p].estimate)
+        intervals, ordered = _ordered(matrix, exclude)
         rows[(metric, "median pair")] = {"pair": "", "mean [95% interval]":
                                          f"{np.median([i.estimate for i in intervals.values()]):.2f}"}
         for which, pair in (("most alike", ordered[-1]), ("least alike", ordered[0])):
@@ -177,9 +193,8 @@ def agreement_table(agree: Mapping, *, exclude: Sequence[str] = ("random",)) -> 
 def disagreement(matrix, *, chance: float, exclude: Sequence[str] = ("random",)) -> dict[str, Any]:
     """The disagreement matrix in sentences: the pairs that agree most and least (with their 95%
     intervals over seeds and sentences), and how many pairs agree beyond a random pair's ``chance``."""
-    pairs = _pairs(matrix, exclude)
-    intervals = {p: matrix.interval(*p) for p in pairs}
-    ordered = sorted(pairs, key=lambda p: intervals[p].estimate)
+    intervals, ordered = _ordered(matrix, exclude)
+    pairs = list(intervals)
     above = [p for p in pairs if intervals[p].low > chance]
 
     def pair(p) -> str:
@@ -189,7 +204,6 @@ def disagreement(matrix, *, chance: float, exclude: Sequence[str] = ("random",))
             "ch18_n_pairs": len(pairs), "ch18_above_chance": some_of(len(above), len(pairs), "pairs"),
             "ch18_median_agreement": float(np.median([intervals[p].estimate for p in pairs])),
             "ch18_metric": matrix.metric}
-
 
 
 def signs(feature, sign, *, exclude: Sequence[str] = ("random",)) -> dict[str, Any]:
